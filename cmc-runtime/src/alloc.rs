@@ -1,0 +1,163 @@
+//! `cmc::Allocator`: the global allocator that sends a process's allocations
+//! to its arena.
+//!
+//! While the checking thread runs a process's code it has a *current arena*
+//! (a thread-local pointer set by [`Entered`]); every allocation on that thread
+//! goes there. Everywhere else (the checker, other threads, progress output)
+//! the current arena is null and allocations go to the system allocator.
+//! Frees and reallocations are routed by address, whatever arena is current,
+//! so an object of arena A freed while B is current returns to A.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use crate::arena::{self, ArenaCtl};
+
+thread_local! {
+    /// The arena allocations on this thread go to, or null. A `const`
+    /// initialiser without a destructor: reading it never allocates and never
+    /// fails, even during thread teardown.
+    static CURRENT: Cell<*const ArenaCtl> = const { Cell::new(std::ptr::null()) };
+}
+
+#[inline]
+fn current() -> *const ArenaCtl {
+    CURRENT.with(Cell::get)
+}
+
+/// The global allocator of a checking binary.
+///
+/// ```
+/// #[global_allocator]
+/// static ALLOC: cmc::Allocator = cmc::Allocator;
+/// ```
+///
+/// Without it the runtime still works, but objects a process allocates land
+/// in the system heap, outside every snapshot, and states are not captured
+/// correctly.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Allocator;
+
+// SAFETY: every method forwards to either the system allocator or an arena
+// heap, each of which satisfies the GlobalAlloc contract; a block is always
+// freed by the allocator that produced it because routing is by address and
+// arena addresses never overlap system ones.
+unsafe impl GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let cur = current();
+        if cur.is_null() {
+            // SAFETY: forwarded contract.
+            return unsafe { System.alloc(layout) };
+        }
+        // SAFETY: a current arena is registered and alive (see `Entered`).
+        let p = unsafe { (*cur).alloc(layout, false) };
+        if p.is_null() {
+            // The arena recorded its exhaustion for the engine to report; the
+            // process keeps running on system memory until its handler
+            // returns, because a global allocator must not unwind and a null
+            // here would abort the whole checker.
+            // SAFETY: forwarded contract.
+            return unsafe { System.alloc(layout) };
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let cur = current();
+        if cur.is_null() {
+            // SAFETY: forwarded contract.
+            return unsafe { System.alloc_zeroed(layout) };
+        }
+        // SAFETY: as in `alloc`.
+        let p = unsafe { (*cur).alloc(layout, true) };
+        if p.is_null() {
+            // SAFETY: forwarded contract.
+            return unsafe { System.alloc_zeroed(layout) };
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        match arena::find(ptr as usize) {
+            // SAFETY: `ptr` lies in this arena, so it was allocated there.
+            Some(ctl) => unsafe { ctl.dealloc(ptr, layout) },
+            // SAFETY: not in any arena, so it came from the system allocator.
+            None => unsafe { System.dealloc(ptr, layout) },
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Some(ctl) = arena::find(ptr as usize) else {
+            // SAFETY: not in any arena, so it came from the system allocator.
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        };
+        // SAFETY: `ptr` lies in this arena, so it was allocated there.
+        let p = unsafe { ctl.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            return p;
+        }
+        // Exhausted: move the object to system memory (see `alloc`).
+        // SAFETY: `new_size` with the old alignment is a valid layout per the
+        // realloc contract.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        // SAFETY: forwarded contract.
+        let q = unsafe { System.alloc(new_layout) };
+        if !q.is_null() {
+            // SAFETY: both blocks are valid for the copied length and distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
+                ctl.dealloc(ptr, layout);
+            }
+        }
+        q
+    }
+}
+
+/// While alive, allocations on this thread go to one arena. Created by
+/// [`Memory::enter`](crate::memory::Memory::enter); restores the previous
+/// current arena when dropped, so entries nest.
+#[derive(Debug)]
+pub struct Entered<'m> {
+    previous: *const ArenaCtl,
+    /// Tied to the thread (the thread-local it changed) and to the memory
+    /// that owns the arena.
+    _marker: PhantomData<(&'m (), *const ())>,
+}
+
+impl Entered<'_> {
+    /// # Safety
+    /// `ctl` is registered and stays alive for the guard's lifetime `'m`.
+    pub(crate) unsafe fn new(ctl: *const ArenaCtl) -> Self {
+        let previous = CURRENT.with(|c| c.replace(ctl));
+        Entered {
+            previous,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.previous));
+    }
+}
+
+/// Called when an arena is destroyed: if it is current on this thread, the
+/// thread falls back to the system allocator rather than using freed memory.
+pub(crate) fn forget_arena(ctl: *const ArenaCtl) {
+    CURRENT.with(|c| {
+        if c.get() == ctl {
+            c.set(std::ptr::null());
+        }
+    });
+}
+
+/// Whether an address belongs to any arena (for tests and assertions).
+pub fn in_any_arena(ptr: *const u8) -> bool {
+    arena::find(ptr as usize).is_some()
+}

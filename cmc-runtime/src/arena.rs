@@ -1,0 +1,454 @@
+//! Arenas: fixed reservations of address space that hold one process's heap
+//! each, and the global registry the allocator and the fault handler use to
+//! find the arena an address belongs to.
+//!
+//! An arena's *control block* ([`ArenaCtl`]) lives in checker memory (the
+//! system allocator), never inside the arena, because restoring the arena's
+//! pages must not roll back the dirty bitmap or the exhaustion record.
+
+use std::alloc::Layout;
+use std::fmt;
+use std::io;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::heap::{Backing, Heap, HEADER_SIZE};
+use crate::sys::{self, Prot, PAGE};
+
+/// The default reservation of an arena: 256 MiB of address space. It costs
+/// nothing until used (pages are committed as the heap grows); it bounds how
+/// far one process's heap may grow before cmc reports arena exhaustion.
+pub const DEFAULT_RESERVE: usize = 256 << 20;
+
+/// The smallest reservation cmc accepts (the heap header must fit, and a
+/// usable heap needs room to grow).
+pub const MIN_RESERVE: usize = 64 << 10;
+
+/// Committed memory grows in steps of this size, so a growing heap does not
+/// call `mprotect` for every page.
+const COMMIT_STEP: usize = 64 << 10;
+
+/// How the runtime finds the pages a transition wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Tracking {
+    /// Pick per arena and per transition, from the arena's size and the
+    /// number of pages recent transitions dirtied (the default).
+    #[default]
+    Auto,
+    /// Compare every used page with the loaded state after the transition:
+    /// cheapest for small arenas (about 0.05 µs per page).
+    Scan,
+    /// Write-protect the pages and record the first write to each with a
+    /// fault (about 9 µs per written page, nothing per clean page).
+    Mprotect,
+}
+
+/// The configuration of one arena.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ArenaConfig {
+    /// Bytes of address space reserved (rounded up to whole pages).
+    pub reserve: usize,
+    /// How writes are tracked.
+    pub tracking: Tracking,
+}
+
+impl Default for ArenaConfig {
+    fn default() -> Self {
+        ArenaConfig {
+            reserve: DEFAULT_RESERVE,
+            tracking: Tracking::Auto,
+        }
+    }
+}
+
+impl ArenaConfig {
+    /// The default configuration: [`DEFAULT_RESERVE`] bytes, automatic tracking.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the reservation in bytes.
+    pub fn reserve(mut self, bytes: usize) -> Self {
+        self.reserve = bytes;
+        self
+    }
+
+    /// Sets the write-tracking mode.
+    pub fn tracking(mut self, tracking: Tracking) -> Self {
+        self.tracking = tracking;
+        self
+    }
+}
+
+/// An arena ran out of its reservation: the model's error, reported by the
+/// engine with the arena's name, e.g. "process 2's arena exceeded 256 MiB".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArenaExhausted {
+    /// The arena's name, e.g. "process 2" or "environment".
+    pub arena: String,
+    /// Its reservation in bytes.
+    pub reserve: usize,
+    /// The size of the allocation request that did not fit.
+    pub request: usize,
+}
+
+impl fmt::Display for ArenaExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}'s arena exceeded {} (an allocation of {} bytes did not fit)",
+            self.arena,
+            human_bytes(self.reserve),
+            self.request
+        )
+    }
+}
+
+/// Formats a byte count the way a user configured it: "256 MiB", "64 KiB".
+pub(crate) fn human_bytes(n: usize) -> String {
+    const UNITS: [(usize, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size && n % size == 0 {
+            return format!("{} {unit}", n / size);
+        }
+    }
+    format!("{n} bytes")
+}
+
+/// The state of an arena that must survive restores, shared with the
+/// allocator and the fault handler. It is boxed and never moves while
+/// registered.
+#[derive(Debug)]
+pub(crate) struct ArenaCtl {
+    pub(crate) base: NonNull<u8>,
+    pub(crate) reserve: usize,
+    pub(crate) committed: AtomicUsize,
+    /// Serialises heap operations: process code runs on one thread, but a
+    /// checker thread could free an object of this arena concurrently.
+    lock: AtomicBool,
+    /// When set, write faults inside the committed range are ours.
+    pub(crate) tracking: AtomicBool,
+    /// One bit per page of the reservation: written since the last protect.
+    pub(crate) dirty_bits: Box<[AtomicU64]>,
+    /// The pages whose bit is set, in fault order.
+    pub(crate) dirty_list: Box<[AtomicU32]>,
+    pub(crate) dirty_len: AtomicUsize,
+    /// The size of the first request that did not fit, or 0.
+    exhausted: AtomicUsize,
+    pub(crate) name: String,
+}
+
+// SAFETY: every field is either immutable after construction (`base`,
+// `reserve`, `name`) or atomic; the arena memory `base` points to is accessed
+// only under `lock` (heap operations) or through the snapshot layer, which
+// the engine drives from one thread.
+unsafe impl Sync for ArenaCtl {}
+// SAFETY: as above; the control block owns nothing tied to a thread.
+unsafe impl Send for ArenaCtl {}
+
+impl ArenaCtl {
+    pub(crate) fn heap(&self) -> Heap {
+        // SAFETY: `Arena::new` initialised the heap at `base` before the
+        // control block became reachable.
+        unsafe { Heap::attach(self.base.as_ptr()) }
+    }
+
+    fn lock(&self) -> LockGuard<'_> {
+        while self
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        LockGuard(self)
+    }
+
+    fn note_exhausted(&self, request: usize) {
+        // Keep the first request: it is the one the report should name.
+        let _ = self.exhausted.compare_exchange(
+            0,
+            request.max(1),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+
+    pub(crate) fn take_exhausted(&self) -> Option<ArenaExhausted> {
+        match self.exhausted.swap(0, Ordering::Relaxed) {
+            0 => None,
+            request => Some(ArenaExhausted {
+                arena: self.name.clone(),
+                reserve: self.reserve,
+                request,
+            }),
+        }
+    }
+
+    /// Allocates in this arena; on exhaustion records the request and returns
+    /// null.
+    ///
+    /// # Safety
+    /// As `GlobalAlloc::alloc`.
+    pub(crate) unsafe fn alloc(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        let _guard = self.lock();
+        let heap = self.heap();
+        // SAFETY: the lock serialises heap access; the layout is the caller's.
+        let p = unsafe {
+            if zeroed {
+                heap.alloc_zeroed(layout, self)
+            } else {
+                heap.alloc(layout, self)
+            }
+        };
+        if p.is_null() {
+            self.note_exhausted(layout.size());
+        }
+        p
+    }
+
+    /// # Safety
+    /// `ptr` was allocated in this arena with `layout` and not freed.
+    pub(crate) unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let _guard = self.lock();
+        // SAFETY: the caller's contract; the lock serialises heap access.
+        unsafe { self.heap().dealloc(ptr, layout) }
+    }
+
+    /// Reallocates within this arena; on exhaustion records the request and
+    /// returns null, leaving the old block intact.
+    ///
+    /// # Safety
+    /// As `GlobalAlloc::realloc`, for a block of this arena.
+    pub(crate) unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _guard = self.lock();
+        // SAFETY: the caller's contract; the lock serialises heap access.
+        let p = unsafe { self.heap().realloc(ptr, layout, new_size, self) };
+        if p.is_null() {
+            self.note_exhausted(new_size);
+        }
+        p
+    }
+}
+
+struct LockGuard<'a>(&'a ArenaCtl);
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock.store(false, Ordering::Release);
+    }
+}
+
+impl Backing for ArenaCtl {
+    fn ensure_committed(&self, end: usize) -> bool {
+        let committed = self.committed.load(Ordering::Acquire);
+        if end <= committed {
+            return true;
+        }
+        if end > self.reserve {
+            return false;
+        }
+        let new = end.next_multiple_of(COMMIT_STEP).min(self.reserve);
+        // SAFETY: [committed, new) is page-aligned (COMMIT_STEP and the
+        // reservation are multiples of PAGE) and inside our reservation.
+        let ok = unsafe {
+            sys::protect(
+                self.base.as_ptr().add(committed),
+                new - committed,
+                Prot::ReadWrite,
+            )
+            .is_ok()
+        };
+        if ok {
+            self.committed.store(new, Ordering::Release);
+        }
+        ok
+    }
+}
+
+/// The most arenas that can exist at once in one process.
+pub(crate) const MAX_ARENAS: usize = 256;
+
+struct Slot {
+    base: AtomicUsize,
+    end: AtomicUsize,
+    ctl: AtomicPtr<ArenaCtl>,
+}
+
+#[allow(
+    clippy::declare_interior_mutable_const,
+    reason = "used only to initialise the static array"
+)]
+const EMPTY_SLOT: Slot = Slot {
+    base: AtomicUsize::new(0),
+    end: AtomicUsize::new(0),
+    ctl: AtomicPtr::new(std::ptr::null_mut()),
+};
+
+/// The registered arenas. Lookups read only atomics and never lock, so the
+/// allocator and the signal handler can use them.
+static SLOTS: [Slot; MAX_ARENAS] = [EMPTY_SLOT; MAX_ARENAS];
+/// One past the highest slot ever used: lookups scan only this prefix.
+static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
+/// Bounds of all registered arenas, for a quick rejection of the (frequent)
+/// addresses that belong to the system allocator.
+static LOW: AtomicUsize = AtomicUsize::new(usize::MAX);
+static HIGH: AtomicUsize = AtomicUsize::new(0);
+
+/// The arena containing `addr`, if any. Async-signal-safe: atomics only.
+#[inline]
+pub(crate) fn find(addr: usize) -> Option<&'static ArenaCtl> {
+    if addr < LOW.load(Ordering::Relaxed) || addr >= HIGH.load(Ordering::Relaxed) {
+        return None;
+    }
+    let used = SLOTS_USED.load(Ordering::Acquire);
+    for slot in &SLOTS[..used] {
+        if addr >= slot.base.load(Ordering::Acquire) && addr < slot.end.load(Ordering::Acquire) {
+            let ctl = slot.ctl.load(Ordering::Acquire);
+            if !ctl.is_null() {
+                // SAFETY: a registered control block stays alive until
+                // `Arena::drop` clears the slot; an address inside the arena
+                // can only be used while the arena is alive.
+                return Some(unsafe { &*ctl });
+            }
+        }
+    }
+    None
+}
+
+/// An arena: owns the reservation and its registration.
+#[derive(Debug)]
+pub(crate) struct Arena {
+    ctl: Box<ArenaCtl>,
+    slot: usize,
+}
+
+impl Arena {
+    /// Reserves and initialises an arena.
+    pub(crate) fn new(name: String, config: &ArenaConfig) -> io::Result<Arena> {
+        sys::check_page_size();
+        let reserve = config.reserve.next_multiple_of(PAGE);
+        if reserve < MIN_RESERVE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{name}'s arena reservation of {} is below the minimum of {}",
+                    human_bytes(config.reserve),
+                    human_bytes(MIN_RESERVE)
+                ),
+            ));
+        }
+        let base = sys::reserve(reserve).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot reserve {} for {name}'s arena: {e}",
+                    human_bytes(reserve)
+                ),
+            )
+        })?;
+        let pages = reserve / PAGE;
+        let ctl = Box::new(ArenaCtl {
+            base: NonNull::new(base).expect("mmap returned null"),
+            reserve,
+            committed: AtomicUsize::new(0),
+            lock: AtomicBool::new(false),
+            tracking: AtomicBool::new(false),
+            dirty_bits: (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            dirty_list: (0..pages).map(|_| AtomicU32::new(0)).collect(),
+            dirty_len: AtomicUsize::new(0),
+            exhausted: AtomicUsize::new(0),
+            name,
+        });
+        if !ctl.ensure_committed(HEADER_SIZE) {
+            // SAFETY: the reservation was never shared.
+            unsafe { sys::release(base, reserve) };
+            return Err(io::Error::other("cannot commit the first page of an arena"));
+        }
+        // SAFETY: the first HEADER_SIZE bytes are committed, fresh and zero.
+        unsafe { Heap::init(base) };
+        let slot = register(&ctl)?;
+        Ok(Arena { ctl, slot })
+    }
+
+    pub(crate) fn ctl(&self) -> &ArenaCtl {
+        &self.ctl
+    }
+
+    /// The control block with a `'static` lifetime, for the thread-local
+    /// "current arena" pointer.
+    pub(crate) fn ctl_ptr(&self) -> *const ArenaCtl {
+        &*self.ctl
+    }
+}
+
+fn register(ctl: &ArenaCtl) -> io::Result<usize> {
+    let ptr = ctl as *const ArenaCtl as *mut ArenaCtl;
+    for (i, slot) in SLOTS.iter().enumerate() {
+        if slot
+            .ctl
+            .compare_exchange(
+                std::ptr::null_mut(),
+                ptr,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            let base = ctl.base.as_ptr() as usize;
+            slot.base.store(base, Ordering::Release);
+            slot.end.store(base + ctl.reserve, Ordering::Release);
+            SLOTS_USED.fetch_max(i + 1, Ordering::AcqRel);
+            LOW.fetch_min(base, Ordering::AcqRel);
+            HIGH.fetch_max(base + ctl.reserve, Ordering::AcqRel);
+            return Ok(i);
+        }
+    }
+    Err(io::Error::other(format!(
+        "more than {MAX_ARENAS} arenas exist at once"
+    )))
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        let slot = &SLOTS[self.slot];
+        // Clear the range first so a concurrent lookup cannot match it, then
+        // the pointer. LOW and HIGH stay wide: they are only a quick filter.
+        slot.end.store(0, Ordering::Release);
+        slot.base.store(0, Ordering::Release);
+        slot.ctl.store(std::ptr::null_mut(), Ordering::Release);
+        crate::alloc::forget_arena(self.ctl_ptr());
+        // SAFETY: the arena is unregistered and its owner is being dropped;
+        // objects still pointing into it are the owner's bug, documented on
+        // `Memory`.
+        unsafe { sys::release(self.ctl.base.as_ptr(), self.ctl.reserve) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_bytes_matches_how_sizes_are_configured() {
+        assert_eq!(human_bytes(256 << 20), "256 MiB");
+        assert_eq!(human_bytes(64 << 10), "64 KiB");
+        assert_eq!(human_bytes(3 << 30), "3 GiB");
+        assert_eq!(human_bytes(1000), "1000 bytes");
+    }
+
+    #[test]
+    fn exhaustion_message_names_the_arena_and_its_size() {
+        let e = ArenaExhausted {
+            arena: "process 2".into(),
+            reserve: 256 << 20,
+            request: 300 << 20,
+        };
+        assert_eq!(
+            e.to_string(),
+            "process 2's arena exceeded 256 MiB (an allocation of 314572800 bytes did not fit)"
+        );
+    }
+}

@@ -1,0 +1,29 @@
+//! cmc: a model checker for real Rust protocol code.
+//!
+//! This crate is the runtime. Today it provides the memory layer the search
+//! engine stands on:
+//!
+//! * [`Allocator`], the global allocator that puts each process's heap in its
+//!   own arena (a fixed range of addresses reserved once);
+//! * [`memory::Memory`], which captures the arenas as states made of shared,
+//!   content-addressed pages, restores them by writing only the pages that
+//!   differ, finds the pages a transition wrote (by `mprotect` faults or by
+//!   comparison) and fingerprints states incrementally;
+//! * [`visited::Visited`], the hash-compacted set of visited fingerprints;
+//! * [`scrub_stack`], which makes stack garbage deterministic.
+
+mod alloc;
+mod arena;
+mod hash;
+mod heap;
+pub mod memory;
+mod stack;
+mod store;
+mod sys;
+mod tracking;
+pub mod visited;
+
+pub use crate::alloc::{in_any_arena, Allocator, Entered};
+pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE};
+pub use crate::hash::PageHasher;
+pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};

@@ -1,0 +1,772 @@
+//! The memory of a model: its arenas, and the states captured from them.
+//!
+//! This is the layer the search engine stands on; it is public so that
+//! benchmarks, tests and hand-written harnesses can drive it directly.
+//!
+//! ```text
+//! let mut mem = Memory::new(MemoryConfig::default());
+//! let p = mem.add_arena("process 0", ArenaConfig::default())?;
+//! { let _in = mem.enter(p); /* build the process's state */ }
+//! let s0 = mem.capture();            // all arenas → a state (pages shared)
+//! mem.restore(s0);                   // only differing pages are written
+//! { let _in = mem.enter(p); /* run a transition */ }
+//! let s1 = mem.capture();            // only written pages are read
+//! mem.fingerprint(s1);               // O(written pages) to compute
+//! ```
+//!
+//! **Contract.** Arena memory may be modified only between a `restore` (or
+//! the arena's creation) and the next `capture`, by code running inside
+//! [`Memory::enter`]. A restore that follows modifications without a capture
+//! in between discards them, as long as they were made inside `enter`.
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::alloc::Entered;
+use crate::arena::{Arena, ArenaConfig, ArenaExhausted, Tracking};
+use crate::hash::{self, PageHasher};
+use crate::store::{PageId, PageStore, Slab, CHUNK, NO_PAGE};
+use crate::sys::{self, Prot, PAGE};
+use crate::tracking;
+
+/// How many bits of a state's fingerprint the visited set keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FingerprintWidth {
+    /// 64 bits (the default): with n states the chance that any two collide
+    /// is about n²/2⁶⁵ — one in 37 000 for 10⁷ states.
+    #[default]
+    Bits64,
+    /// 128 bits: collisions are out of reach for any feasible search.
+    Bits128,
+}
+
+/// Configuration of a [`Memory`].
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct MemoryConfig {
+    /// Fingerprint width.
+    pub width: FingerprintWidth,
+    /// The page hash.
+    pub hasher: PageHasher,
+}
+
+impl MemoryConfig {
+    /// The defaults: 64-bit fingerprints, the fold page hash.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the fingerprint width.
+    pub fn width(mut self, width: FingerprintWidth) -> Self {
+        self.width = width;
+        self
+    }
+
+    /// Sets the page hash.
+    pub fn hasher(mut self, hasher: PageHasher) -> Self {
+        self.hasher = hasher;
+        self
+    }
+}
+
+/// The fingerprint of a state (64 or 128 significant bits).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fingerprint(pub u128);
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({self})")
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >> 64 == 0 {
+            write!(f, "{:016x}", self.0)
+        } else {
+            write!(f, "{:032x}", self.0)
+        }
+    }
+}
+
+/// An arena of a [`Memory`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ArenaId(pub usize);
+
+/// A captured state. It stays valid until [`Memory::release`] drops its last
+/// reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StateId(u32);
+
+/// The tracking mode an arena is in now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Compare pages with the loaded state.
+    Scan,
+    /// Write-protect pages and record faults.
+    Mprotect,
+}
+
+/// Counts of what the memory holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryStats {
+    /// Live states.
+    pub states: usize,
+    /// Live per-arena tables.
+    pub tables: usize,
+    /// Live chunks of page ids.
+    pub chunks: usize,
+    /// Distinct pages stored.
+    pub pages: usize,
+    /// Bytes of page contents stored.
+    pub page_bytes: usize,
+}
+
+/// One arena's part of a state.
+#[derive(Debug)]
+struct Table {
+    used: usize,
+    sum: u128,
+    chunks: Box<[u32]>,
+}
+
+#[derive(Debug)]
+struct StateData {
+    tables: Box<[u32]>,
+    fingerprint: Fingerprint,
+}
+
+#[derive(Debug)]
+struct ArenaRt {
+    arena: Arena,
+    name: String,
+    tracking: Tracking,
+    mode: Mode,
+    /// True while no page is write-protected (scan mode, or before the first
+    /// protecting restore): every page may have been written.
+    all_writable: bool,
+    /// Exponential moving average of pages changed per capture.
+    avg_dirty: f64,
+}
+
+/// Cost model for `Tracking::Auto`, in nanoseconds, from the `snapshot`
+/// benchmark on the reference machine (see the book's performance chapter):
+/// comparing a page with its stored copy, and a write fault plus the
+/// protect/unprotect system calls around it.
+const SCAN_NS_PER_PAGE: f64 = 60.0;
+const MPROTECT_NS_PER_DIRTY_PAGE: f64 = 4000.0;
+const MPROTECT_NS_FIXED: f64 = 1000.0;
+
+/// Entries into arenas so far; a restore can skip re-comparing scan-mode
+/// arenas when no code has run in any arena since the last capture.
+static ENTRIES: AtomicU64 = AtomicU64::new(0);
+
+/// A model's arenas and the states captured from them.
+///
+/// Dropping the memory unmaps its arenas without running destructors of the
+/// objects inside them.
+#[derive(Debug)]
+pub struct Memory {
+    config: MemoryConfig,
+    arenas: Vec<ArenaRt>,
+    pages: PageStore,
+    chunks: Slab<[PageId; CHUNK]>,
+    tables: Slab<Table>,
+    states: Slab<StateData>,
+    /// The state memory holds (retained), if any capture happened.
+    loaded: Option<StateId>,
+    /// `ENTRIES` at the last capture.
+    entries_at_capture: u64,
+    /// Scratch lists reused across captures and restores (checker memory).
+    scratch_pages: Vec<usize>,
+    scratch_changes: Vec<(usize, PageId)>,
+}
+
+fn pages_of(used: usize) -> usize {
+    used.div_ceil(PAGE)
+}
+
+fn page_len(used: usize, page: usize) -> usize {
+    (used - page * PAGE).min(PAGE)
+}
+
+impl Memory {
+    /// An empty memory; add arenas with [`Memory::add_arena`].
+    pub fn new(config: MemoryConfig) -> Memory {
+        sys::check_page_size();
+        tracking::install();
+        Memory {
+            config,
+            arenas: Vec::new(),
+            pages: PageStore::new(),
+            chunks: Slab::new(),
+            tables: Slab::new(),
+            states: Slab::new(),
+            loaded: None,
+            entries_at_capture: u64::MAX,
+            scratch_pages: Vec::new(),
+            scratch_changes: Vec::new(),
+        }
+    }
+
+    /// Reserves a new arena. `name` is how reports refer to it ("process 2",
+    /// "environment"). Arenas can be added only before the first capture.
+    pub fn add_arena(
+        &mut self,
+        name: impl Into<String>,
+        config: ArenaConfig,
+    ) -> io::Result<ArenaId> {
+        assert!(
+            self.loaded.is_none(),
+            "arenas must be added before the first capture"
+        );
+        let name = name.into();
+        let arena = Arena::new(name.clone(), &config)?;
+        let mode = match config.tracking {
+            Tracking::Mprotect => Mode::Mprotect,
+            _ => Mode::Scan,
+        };
+        self.arenas.push(ArenaRt {
+            arena,
+            name,
+            tracking: config.tracking,
+            mode,
+            all_writable: true,
+            avg_dirty: 1.0,
+        });
+        Ok(ArenaId(self.arenas.len() - 1))
+    }
+
+    /// Number of arenas.
+    pub fn arena_count(&self) -> usize {
+        self.arenas.len()
+    }
+
+    /// Makes allocations on this thread go to `arena` until the guard drops.
+    pub fn enter(&self, arena: ArenaId) -> Entered<'_> {
+        ENTRIES.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the arena lives as long as `self`, which the guard borrows.
+        unsafe { Entered::new(self.arenas[arena.0].arena.ctl_ptr()) }
+    }
+
+    /// The arena's name.
+    pub fn arena_name(&self, arena: ArenaId) -> &str {
+        &self.arenas[arena.0].name
+    }
+
+    /// Bytes of the arena in use (heap header and blocks, up to the top).
+    pub fn used(&self, arena: ArenaId) -> usize {
+        self.arenas[arena.0].arena.ctl().heap().used()
+    }
+
+    /// The arena's base address.
+    pub fn base(&self, arena: ArenaId) -> *mut u8 {
+        self.arenas[arena.0].arena.ctl().base.as_ptr()
+    }
+
+    /// The tracking mode the arena is in now.
+    pub fn mode(&self, arena: ArenaId) -> Mode {
+        self.arenas[arena.0].mode
+    }
+
+    /// Takes the record of an arena that ran out of its reservation since the
+    /// last call, if any.
+    pub fn take_exhaustion(&self) -> Option<ArenaExhausted> {
+        self.arenas
+            .iter()
+            .find_map(|a| a.arena.ctl().take_exhausted())
+    }
+
+    /// What the memory holds.
+    pub fn stats(&self) -> MemoryStats {
+        MemoryStats {
+            states: self.states.live(),
+            tables: self.tables.live(),
+            chunks: self.chunks.live(),
+            pages: self.pages.pages(),
+            page_bytes: self.pages.bytes(),
+        }
+    }
+
+    /// The state's fingerprint.
+    pub fn fingerprint(&self, state: StateId) -> Fingerprint {
+        self.states.get(state.0).fingerprint
+    }
+
+    /// The used length of `arena` in `state`.
+    pub fn used_in(&self, state: StateId, arena: ArenaId) -> usize {
+        self.tables
+            .get(self.states.get(state.0).tables[arena.0])
+            .used
+    }
+
+    /// Adds a reference to a state.
+    pub fn retain(&mut self, state: StateId) {
+        self.states.retain(state.0);
+    }
+
+    /// Drops a reference to a state; the last one frees the state and every
+    /// page only it used.
+    pub fn release(&mut self, state: StateId) {
+        if let Some(data) = self.states.release(state.0) {
+            for &t in data.tables.iter() {
+                self.release_table(t);
+            }
+        }
+    }
+
+    fn release_table(&mut self, t: u32) {
+        if let Some(table) = self.tables.release(t) {
+            for &c in table.chunks.iter() {
+                self.release_chunk(c);
+            }
+        }
+    }
+
+    fn release_chunk(&mut self, c: u32) {
+        if let Some(chunk) = self.chunks.release(c) {
+            for &p in chunk.iter().filter(|&&p| p != NO_PAGE) {
+                self.pages.release(p);
+            }
+        }
+    }
+
+    /// The page id of page `i` of a table, or `NO_PAGE`.
+    fn page_of(&self, table: &Table, i: usize) -> PageId {
+        match table.chunks.get(i / CHUNK) {
+            Some(&c) => self.chunks.get(c)[i % CHUNK],
+            None => NO_PAGE,
+        }
+    }
+
+    /// Captures the current contents of every arena as a state and makes it
+    /// the loaded state. The caller owns one reference to the result.
+    pub fn capture(&mut self) -> StateId {
+        let loaded = self.loaded;
+        let mut tables = Vec::with_capacity(self.arenas.len());
+        let mut sum = 0u128;
+        for a in 0..self.arenas.len() {
+            let old = loaded.map(|s| self.states.get(s.0).tables[a]);
+            let t = self.capture_arena(a, old);
+            sum = sum.wrapping_add(self.tables.get(t).sum);
+            tables.push(t);
+        }
+        let mut fp = hash::finish(sum);
+        if self.config.width == FingerprintWidth::Bits64 {
+            fp &= u64::MAX as u128;
+        }
+        let id = StateId(self.states.insert(StateData {
+            tables: tables.into(),
+            fingerprint: Fingerprint(fp),
+        }));
+        self.states.retain(id.0);
+        if let Some(old) = self.loaded.replace(id) {
+            self.release(old);
+        }
+        self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
+        id
+    }
+
+    /// Captures one arena against its loaded table; returns a table id the
+    /// caller owns one reference to.
+    fn capture_arena(&mut self, a: usize, old: Option<u32>) -> u32 {
+        let ctl = self.arenas[a].arena.ctl();
+        let base = ctl.base.as_ptr();
+        let used = ctl.heap().used();
+        let npages = pages_of(used);
+        let hasher = self.config.hasher;
+
+        // Which pages may differ from the loaded table.
+        let mut candidates = std::mem::take(&mut self.scratch_pages);
+        candidates.clear();
+        let (old_used, old_np) = match old {
+            Some(t) => {
+                let used = self.tables.get(t).used;
+                (used, pages_of(used))
+            }
+            None => (0, 0),
+        };
+        let rt = &self.arenas[a];
+        if old.is_none() {
+            candidates.extend(0..npages);
+        } else if rt.all_writable {
+            let table = self.tables.get(old.expect("checked"));
+            for i in 0..npages.min(old_np) {
+                let len = page_len(used, i);
+                let stored = self.pages.data(self.page_of(table, i));
+                // SAFETY: page i is below the used length, so committed and
+                // readable; `len` bytes stay inside the page.
+                let now = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
+                if stored != now {
+                    candidates.push(i);
+                }
+            }
+            candidates.extend(old_np..npages);
+        } else {
+            candidates.extend(tracking::dirty_pages(ctl).filter(|&i| i < npages.min(old_np)));
+            // Pages whose length changed, and pages beyond the old extent,
+            // are read whether or not they faulted.
+            if old_np > 0
+                && old_np <= npages
+                && page_len(used, old_np - 1) != page_len(old_used, old_np - 1)
+            {
+                candidates.push(old_np - 1);
+            }
+            if npages > 0
+                && npages <= old_np
+                && page_len(used, npages - 1) != page_len(old_used, npages - 1)
+            {
+                candidates.push(npages - 1);
+            }
+            candidates.extend(old_np..npages);
+        }
+
+        // Intern the candidates; keep the ones that really changed.
+        let mut changes = std::mem::take(&mut self.scratch_changes);
+        changes.clear();
+        for &i in &candidates {
+            let len = page_len(used, i);
+            // SAFETY: as above, page i is committed and `len` bytes long.
+            let bytes = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
+            let h = hasher.hash(bytes);
+            let id = self.pages.intern(bytes, h);
+            let before = match old {
+                Some(t) => self.page_of(self.tables.get(t), i),
+                None => NO_PAGE,
+            };
+            if before == id {
+                self.pages.release(id);
+            } else {
+                changes.push((i, id));
+            }
+        }
+        changes.sort_unstable_by_key(|&(i, _)| i);
+        changes.dedup_by_key(|&mut (i, _)| i);
+        self.scratch_pages = candidates;
+
+        let rt = &mut self.arenas[a];
+        rt.avg_dirty = 0.75 * rt.avg_dirty + 0.25 * changes.len() as f64;
+
+        let table = match old {
+            Some(t) if changes.is_empty() && old_used == used => {
+                self.tables.retain(t);
+                t
+            }
+            _ => self.build_table(a, old, used, &changes),
+        };
+        self.scratch_changes = changes;
+        table
+    }
+
+    /// Builds the successor of table `old` (or a fresh table) in which the
+    /// pages in `changes` are replaced (each change already holds one page
+    /// reference, which moves into the table) and pages at or beyond the new
+    /// used length are dropped.
+    fn build_table(
+        &mut self,
+        a: usize,
+        old: Option<u32>,
+        used: usize,
+        changes: &[(usize, PageId)],
+    ) -> u32 {
+        let npages = pages_of(used);
+        let nchunks = npages.div_ceil(CHUNK);
+        let (mut sum, old_np, mut chunks) = match old {
+            Some(t) => {
+                let table = self.tables.get(t);
+                let keep: Vec<u32> = table.chunks.iter().copied().take(nchunks).collect();
+                (table.sum, pages_of(table.used), keep)
+            }
+            None => (0u128, 0, Vec::new()),
+        };
+        for &c in &chunks {
+            self.chunks.retain(c);
+        }
+        while chunks.len() < nchunks {
+            chunks.push(self.chunks.insert([NO_PAGE; CHUNK]));
+        }
+        // Each chunk is copied at most once per capture: `owned` remembers the
+        // last chunk index made private to this table.
+        let mut owned = usize::MAX;
+        let mut set =
+            |this: &mut Memory, chunks: &mut Vec<u32>, sum: &mut u128, i: usize, new: PageId| {
+                let ci = i / CHUNK;
+                if owned != ci {
+                    let c = chunks[ci];
+                    if this.chunks.refs(c) > 1 {
+                        let copy = *this.chunks.get(c);
+                        for &p in copy.iter().filter(|&&p| p != NO_PAGE) {
+                            this.pages.retain(p);
+                        }
+                        this.release_chunk(c);
+                        chunks[ci] = this.chunks.insert(copy);
+                    }
+                    owned = ci;
+                }
+                let slot = &mut this.chunks.get_mut(chunks[ci])[i % CHUNK];
+                let before = std::mem::replace(slot, new);
+                if before != NO_PAGE {
+                    *sum = sum.wrapping_sub(hash::term(a, i, this.pages.hash(before)));
+                    this.pages.release(before);
+                }
+                if new != NO_PAGE {
+                    *sum = sum.wrapping_add(hash::term(a, i, this.pages.hash(new)));
+                }
+            };
+        for &(i, id) in changes {
+            set(self, &mut chunks, &mut sum, i, id);
+        }
+        // Pages beyond the new end: dropped from kept chunks, and their
+        // terms subtracted whether or not their chunk is kept.
+        for i in npages..old_np {
+            if i / CHUNK < nchunks {
+                set(self, &mut chunks, &mut sum, i, NO_PAGE);
+            } else {
+                let t = old.expect("old pages imply an old table");
+                let before = self.page_of(self.tables.get(t), i);
+                sum = sum.wrapping_sub(hash::term(a, i, self.pages.hash(before)));
+            }
+        }
+        self.tables.insert(Table {
+            used,
+            sum,
+            chunks: chunks.into(),
+        })
+    }
+
+    /// Makes the arenas hold `state` again, writing only the pages that
+    /// differ from what they hold now, and arms write tracking for the next
+    /// transition.
+    pub fn restore(&mut self, state: StateId) {
+        let loaded = self.loaded.expect("restore before any capture");
+        let synced = ENTRIES.load(Ordering::Relaxed) == self.entries_at_capture;
+        for a in 0..self.arenas.len() {
+            let from = self.states.get(loaded.0).tables[a];
+            let to = self.states.get(state.0).tables[a];
+            self.restore_arena(a, from, to, synced);
+        }
+        self.states.retain(state.0);
+        if let Some(old) = self.loaded.replace(state) {
+            self.release(old);
+        }
+        // Nothing has run since this restore: memory equals the loaded state.
+        self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
+    }
+
+    fn choose_mode(rt: &ArenaRt, npages: usize) -> Mode {
+        match rt.tracking {
+            Tracking::Scan => Mode::Scan,
+            Tracking::Mprotect => Mode::Mprotect,
+            _ => {
+                let scan = npages as f64 * SCAN_NS_PER_PAGE;
+                let mprotect =
+                    rt.avg_dirty.max(1.0) * MPROTECT_NS_PER_DIRTY_PAGE + MPROTECT_NS_FIXED;
+                // Hysteresis: switching costs a system call over the whole
+                // arena, so only switch for a clear gain.
+                match rt.mode {
+                    Mode::Scan if scan > 1.5 * mprotect => Mode::Mprotect,
+                    Mode::Mprotect if scan * 1.5 < mprotect => Mode::Scan,
+                    mode => mode,
+                }
+            }
+        }
+    }
+
+    fn restore_arena(&mut self, a: usize, from: u32, to: u32, synced: bool) {
+        let ctl_ptr = self.arenas[a].arena.ctl_ptr();
+        // SAFETY: the control block is boxed inside the arena, which `self`
+        // owns and this method does not drop, so it outlives this reference
+        // even while `self.arenas` is borrowed mutably below.
+        let ctl = unsafe { &*ctl_ptr };
+        let base = ctl.base.as_ptr();
+        let committed = ctl.committed.load(Ordering::Acquire);
+        let cur_used = ctl.heap().used();
+        let (from_used, to_used) = (self.tables.get(from).used, self.tables.get(to).used);
+        let (from_np, to_np, cur_np) = (pages_of(from_used), pages_of(to_used), pages_of(cur_used));
+
+        // Mode switches.
+        let mode = Self::choose_mode(&self.arenas[a], to_np);
+        let rt = &mut self.arenas[a];
+        if mode != rt.mode {
+            if rt.mode == Mode::Mprotect && !rt.all_writable {
+                ctl.tracking.store(false, Ordering::Release);
+                // SAFETY: the committed prefix of our own arena.
+                unsafe { sys::protect(base, committed, Prot::ReadWrite) }
+                    .unwrap_or_else(|e| panic!("cannot unprotect {}'s arena: {e}", rt.name));
+                tracking::clear_dirty(ctl);
+            }
+            rt.all_writable = true;
+            rt.mode = mode;
+        }
+        let all_writable = rt.all_writable;
+
+        // Pages whose memory may differ from `from` (suspect), then the
+        // pages to write: suspect ones and those where `from` and `to` differ.
+        let mut suspect = std::mem::take(&mut self.scratch_pages);
+        suspect.clear();
+        if all_writable {
+            if !synced {
+                let table = self.tables.get(from);
+                for i in 0..from_np.min(cur_np) {
+                    let stored = self.pages.data(self.page_of(table, i));
+                    // SAFETY: page i is below the current used length, hence
+                    // committed; the stored length never exceeds a page.
+                    let now =
+                        unsafe { std::slice::from_raw_parts(base.add(i * PAGE), stored.len()) };
+                    if stored != now {
+                        suspect.push(i);
+                    }
+                }
+                suspect.extend(from_np..cur_np);
+            }
+        } else {
+            suspect.extend(tracking::dirty_pages(ctl));
+            suspect.extend(from_np..cur_np);
+        }
+        let is_suspect =
+            |i: usize, suspect: &[usize]| -> bool { suspect.binary_search(&i).is_ok() };
+        suspect.sort_unstable();
+        suspect.dedup();
+
+        let mut writes: Vec<(usize, PageId)> = Vec::new();
+        {
+            let (ft, tt) = (self.tables.get(from), self.tables.get(to));
+            if from != to {
+                let nchunks = ft.chunks.len().max(tt.chunks.len());
+                for ci in 0..nchunks {
+                    let (fc, tc) = (ft.chunks.get(ci).copied(), tt.chunks.get(ci).copied());
+                    if fc == tc {
+                        continue;
+                    }
+                    for j in 0..CHUNK {
+                        let i = ci * CHUNK + j;
+                        let fp = fc.map_or(NO_PAGE, |c| self.chunks.get(c)[j]);
+                        let tp = tc.map_or(NO_PAGE, |c| self.chunks.get(c)[j]);
+                        if fp != tp {
+                            writes.push((i, tp));
+                        }
+                    }
+                }
+            }
+            for &i in &suspect {
+                writes.push((i, self.page_of(tt, i)));
+            }
+        }
+        writes.sort_unstable_by_key(|&(i, _)| i);
+        writes.dedup_by_key(|&mut (i, _)| i);
+
+        // In mprotect mode, pages about to be written must be writable.
+        let protecting = mode == Mode::Mprotect;
+        if protecting && !all_writable {
+            let need: Vec<usize> = writes
+                .iter()
+                .map(|&(i, _)| i)
+                .filter(|&i| !tracking::is_dirty(ctl, i))
+                .collect();
+            for (start, len) in runs(&need) {
+                // SAFETY: pages of our arena below the committed length
+                // (every written page is below max(from, to, current) used).
+                unsafe { sys::protect(base.add(start * PAGE), len * PAGE, Prot::ReadWrite) }
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "cannot unprotect pages of {}'s arena: {e}",
+                            self.arenas[a].name
+                        )
+                    });
+            }
+        }
+
+        // Write the pages.
+        let ft = self.tables.get(from);
+        for &(i, tp) in &writes {
+            let prev_len = if is_suspect(i, &suspect) {
+                PAGE
+            } else if i < from_np {
+                page_len(from_used, i)
+            } else {
+                0
+            };
+            // SAFETY: page i is committed (it is below the used length of
+            // `from`, `to` or the current heap, all of which were committed)
+            // and writable (scan mode, or unprotected just above).
+            let dst = unsafe { base.add(i * PAGE) };
+            let written = if tp == NO_PAGE {
+                0
+            } else {
+                let data = self.pages.data(tp);
+                // SAFETY: `data` is at most a page; `dst` starts a page.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+                data.len()
+            };
+            if prev_len > written {
+                // SAFETY: stays within page i.
+                unsafe { std::ptr::write_bytes(dst.add(written), 0, prev_len - written) };
+            }
+        }
+        let _ = ft;
+
+        // Re-arm tracking: every page of `to` read-only, nothing dirty.
+        if protecting {
+            if all_writable {
+                // SAFETY: the first to_np pages are committed pages of ours.
+                unsafe { sys::protect(base, to_np * PAGE, Prot::Read) }.unwrap_or_else(|e| {
+                    panic!("cannot protect {}'s arena: {e}", self.arenas[a].name)
+                });
+            } else {
+                let mut open: Vec<usize> =
+                    tracking::dirty_pages(ctl).filter(|&i| i < to_np).collect();
+                open.extend(writes.iter().map(|&(i, _)| i).filter(|&i| i < to_np));
+                open.sort_unstable();
+                open.dedup();
+                for (start, len) in runs(&open) {
+                    // SAFETY: pages below to_np are committed pages of ours.
+                    unsafe { sys::protect(base.add(start * PAGE), len * PAGE, Prot::Read) }
+                        .unwrap_or_else(|e| {
+                            panic!(
+                                "cannot protect pages of {}'s arena: {e}",
+                                self.arenas[a].name
+                            )
+                        });
+                }
+            }
+            tracking::clear_dirty(ctl);
+            ctl.tracking.store(true, Ordering::Release);
+            self.arenas[a].all_writable = false;
+        }
+        self.scratch_pages = suspect;
+    }
+}
+
+/// Maximal runs of consecutive values in a sorted list, as (start, length).
+fn runs(sorted: &[usize]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for &i in sorted {
+        match out.last_mut() {
+            Some((start, len)) if *start + *len == i => *len += 1,
+            _ => out.push((i, 1)),
+        }
+    }
+    out
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        for rt in &self.arenas {
+            rt.arena.ctl().tracking.store(false, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn runs_coalesce_consecutive_pages() {
+        assert_eq!(runs(&[]), vec![]);
+        assert_eq!(runs(&[1, 2, 3, 7, 9, 10]), vec![(1, 3), (7, 1), (9, 2)]);
+    }
+}
