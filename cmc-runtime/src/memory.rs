@@ -148,7 +148,11 @@ struct ArenaRt {
     /// True while no page is write-protected (scan mode, or before the first
     /// protecting restore): every page may have been written.
     all_writable: bool,
-    /// Exponential moving average of pages changed per capture.
+    /// In mprotect mode, the pages below this index were write-protected by
+    /// the last restore, so writes to them fault; pages at or above it may
+    /// have been written silently and must be read.
+    protected_np: usize,
+    /// Exponential moving average of pages changed per transition.
     avg_dirty: f64,
 }
 
@@ -235,6 +239,7 @@ impl Memory {
             tracking: config.tracking,
             mode,
             all_writable: true,
+            protected_np: 0,
             avg_dirty: 1.0,
         });
         Ok(ArenaId(self.arenas.len() - 1))
@@ -301,6 +306,22 @@ impl Memory {
         self.tables
             .get(self.states.get(state.0).tables[arena.0])
             .used
+    }
+
+    /// The bytes of `arena` in `state`, up to its used length, read from the
+    /// page store without restoring anything (for reports and tests).
+    pub fn read_state(&self, state: StateId, arena: ArenaId) -> Vec<u8> {
+        let table = self.tables.get(self.states.get(state.0).tables[arena.0]);
+        let mut out = Vec::with_capacity(table.used);
+        for i in 0..pages_of(table.used) {
+            out.extend_from_slice(self.pages.data(self.page_of(table, i)));
+        }
+        assert_eq!(
+            out.len(),
+            table.used,
+            "a state's pages do not add up to its used length"
+        );
+        out
     }
 
     /// Adds a reference to a state.
@@ -406,9 +427,11 @@ impl Memory {
             }
             candidates.extend(old_np..npages);
         } else {
-            candidates.extend(tracking::dirty_pages(ctl).filter(|&i| i < npages.min(old_np)));
-            // Pages whose length changed, and pages beyond the old extent,
-            // are read whether or not they faulted.
+            // Faulted pages, pages beyond the protected extent (writable
+            // without a fault), and pages whose length changed.
+            let tracked = rt.protected_np.min(npages);
+            candidates.extend(tracking::dirty_pages(ctl).filter(|&i| i < tracked));
+            candidates.extend(tracked..npages);
             if old_np > 0
                 && old_np <= npages
                 && page_len(used, old_np - 1) != page_len(old_used, old_np - 1)
@@ -421,7 +444,6 @@ impl Memory {
             {
                 candidates.push(npages - 1);
             }
-            candidates.extend(old_np..npages);
         }
 
         // Intern the candidates; keep the ones that really changed.
@@ -447,8 +469,12 @@ impl Memory {
         changes.dedup_by_key(|&mut (i, _)| i);
         self.scratch_pages = candidates;
 
-        let rt = &mut self.arenas[a];
-        rt.avg_dirty = 0.75 * rt.avg_dirty + 0.25 * changes.len() as f64;
+        if old.is_some() {
+            // The initial capture reads everything and says nothing about
+            // transitions, so it does not count.
+            let rt = &mut self.arenas[a];
+            rt.avg_dirty = 0.5 * rt.avg_dirty + 0.5 * changes.len() as f64;
+        }
 
         let table = match old {
             Some(t) if changes.is_empty() && old_used == used => {
@@ -610,12 +636,16 @@ impl Memory {
         if all_writable {
             if !synced {
                 let table = self.tables.get(from);
+                // Compare over the longer of the two extents: a heap that grew
+                // inside `from`'s last page wrote past the stored length.
+                let extent = from_used.max(cur_used);
                 for i in 0..from_np.min(cur_np) {
                     let stored = self.pages.data(self.page_of(table, i));
                     // SAFETY: page i is below the current used length, hence
-                    // committed; the stored length never exceeds a page.
-                    let now =
-                        unsafe { std::slice::from_raw_parts(base.add(i * PAGE), stored.len()) };
+                    // committed, and `extent` keeps the slice inside page i.
+                    let now = unsafe {
+                        std::slice::from_raw_parts(base.add(i * PAGE), page_len(extent, i))
+                    };
                     if stored != now {
                         suspect.push(i);
                     }
@@ -623,8 +653,9 @@ impl Memory {
                 suspect.extend(from_np..cur_np);
             }
         } else {
+            let protected_np = self.arenas[a].protected_np;
             suspect.extend(tracking::dirty_pages(ctl));
-            suspect.extend(from_np..cur_np);
+            suspect.extend(protected_np.min(from_np)..from_np.max(cur_np));
         }
         let is_suspect =
             |i: usize, suspect: &[usize]| -> bool { suspect.binary_search(&i).is_ok() };
@@ -735,6 +766,7 @@ impl Memory {
             tracking::clear_dirty(ctl);
             ctl.tracking.store(true, Ordering::Release);
             self.arenas[a].all_writable = false;
+            self.arenas[a].protected_np = to_np;
         }
         self.scratch_pages = suspect;
     }

@@ -1,0 +1,364 @@
+//! Snapshots, restores, fingerprints and tracking modes of `cmc::memory`,
+//! through the real global allocator.
+
+use std::alloc::Layout;
+
+use cmc::memory::{ArenaId, FingerprintWidth, Memory, MemoryConfig, Mode, StateId};
+use cmc::{ArenaConfig, Tracking};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
+
+fn memory(tracking: Tracking, reserve: usize) -> (Memory, ArenaId) {
+    let mut mem = Memory::new(MemoryConfig::default());
+    let a = mem
+        .add_arena(
+            "process 0",
+            ArenaConfig::new().reserve(reserve).tracking(tracking),
+        )
+        .unwrap();
+    (mem, a)
+}
+
+/// The bytes of the arena as they are now, up to its used length.
+fn live_bytes(mem: &Memory, a: ArenaId) -> Vec<u8> {
+    let used = mem.used(a);
+    // SAFETY: the first `used` bytes of an arena are committed and readable.
+    unsafe { std::slice::from_raw_parts(mem.base(a), used) }.to_vec()
+}
+
+/// Whether `len` bytes after the used length are zero (the invariant that
+/// makes growth deterministic).
+fn zero_beyond_used(mem: &Memory, a: ArenaId, len: usize) -> bool {
+    let used = mem.used(a);
+    let committed_end = used.next_multiple_of(64 << 10);
+    let len = len.min(committed_end - used);
+    // SAFETY: committed memory extends at least to the next 64 KiB step.
+    unsafe { std::slice::from_raw_parts(mem.base(a).add(used), len) }
+        .iter()
+        .all(|&b| b == 0)
+}
+
+/// A small model of user data kept outside the arena: the live blocks as
+/// (offset, size), so two memories at different addresses can run the same
+/// operations and hold byte-identical arenas.
+#[derive(Clone, Debug, Default)]
+struct Blocks(Vec<(usize, usize)>);
+
+/// One random operation on the arena. Only the allocation, free or write
+/// itself runs inside `enter`: the test's own bookkeeping (`blocks`) must stay
+/// in checker memory, or it would be rolled back by restores.
+fn random_op(mem: &Memory, a: ArenaId, blocks: &mut Blocks, rng: &mut SmallRng) {
+    let base = mem.base(a) as usize;
+    match rng.gen_range(0..10) {
+        0..=2 => {
+            let size = match rng.gen_range(0..4) {
+                0 => rng.gen_range(1..64),
+                1 => rng.gen_range(64..1024),
+                2 => rng.gen_range(1024..10_000),
+                _ => rng.gen_range(10_000..100_000),
+            };
+            let layout = Layout::from_size_align(size, 8).unwrap();
+            let p = {
+                let _in = mem.enter(a);
+                // SAFETY: non-zero size.
+                unsafe { std::alloc::alloc(layout) }
+            };
+            assert!(
+                cmc::in_any_arena(p),
+                "allocation inside enter() left the arena"
+            );
+            blocks.0.push((p as usize - base, size));
+        }
+        3 if !blocks.0.is_empty() => {
+            let (off, size) = blocks.0.swap_remove(rng.gen_range(0..blocks.0.len()));
+            let _in = mem.enter(a);
+            // SAFETY: a live block of this arena with this layout.
+            unsafe {
+                std::alloc::dealloc(
+                    (base + off) as *mut u8,
+                    Layout::from_size_align(size, 8).unwrap(),
+                )
+            };
+        }
+        _ if !blocks.0.is_empty() => {
+            let (off, size) = blocks.0[rng.gen_range(0..blocks.0.len())];
+            let writes: Vec<(usize, u8)> = (0..rng.gen_range(1..8))
+                .map(|_| (rng.gen_range(0..size), rng.gen()))
+                .collect();
+            let _in = mem.enter(a);
+            for (at, byte) in writes {
+                // SAFETY: inside a live block of this arena.
+                unsafe { *((base + off + at) as *mut u8) = byte };
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn restore_brings_back_exactly_the_captured_bytes() {
+    for tracking in [Tracking::Scan, Tracking::Mprotect, Tracking::Auto] {
+        let (mut mem, a) = memory(tracking, 64 << 20);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut states: Vec<(StateId, Blocks, Vec<u8>)> = Vec::new();
+        let mut blocks = Blocks::default();
+        let s0 = mem.capture();
+        states.push((s0, blocks.clone(), live_bytes(&mem, a)));
+        for step in 0..3000 {
+            if rng.gen_ratio(1, 3) {
+                let (s, b, bytes) = &states[rng.gen_range(0..states.len())];
+                mem.restore(*s);
+                blocks = b.clone();
+                assert_eq!(
+                    &live_bytes(&mem, a),
+                    bytes,
+                    "{tracking:?} step {step}: restore differs"
+                );
+                if !zero_beyond_used(&mem, a, 1 << 20) {
+                    let used = mem.used(a);
+                    let bytes =
+                        unsafe { std::slice::from_raw_parts(mem.base(a).add(used), 1 << 16) };
+                    let first = bytes.iter().position(|&b| b != 0).unwrap();
+                    panic!("{tracking:?} step {step}: garbage beyond used={used} at +{first}: {:?} state used {}", &bytes[first..first+16], mem.used_in(*s, a));
+                }
+            }
+            random_op(&mem, a, &mut blocks, &mut rng);
+            if rng.gen_ratio(1, 2) {
+                let s = mem.capture();
+                assert_eq!(mem.used_in(s, a), mem.used(a));
+                states.push((s, blocks.clone(), live_bytes(&mem, a)));
+            }
+        }
+        // Captured bytes can also be read without restoring.
+        for (s, _, bytes) in &states {
+            assert_eq!(
+                &mem.read_state(*s, a),
+                bytes,
+                "{tracking:?}: read_state differs from the capture"
+            );
+        }
+    }
+}
+
+#[test]
+fn scan_and_mprotect_produce_identical_captures() {
+    for seed in 0..4 {
+        let (mut scan, a) = memory(Tracking::Scan, 64 << 20);
+        let (mut prot, b) = memory(Tracking::Mprotect, 64 << 20);
+        let mut rng_a = SmallRng::seed_from_u64(seed);
+        let mut rng_b = SmallRng::seed_from_u64(seed);
+        let mut shared = SmallRng::seed_from_u64(seed + 100);
+        let (mut blocks_a, mut blocks_b) = (Blocks::default(), Blocks::default());
+        let mut states = vec![(scan.capture(), prot.capture(), Blocks::default())];
+        for step in 0..2000 {
+            if shared.gen_ratio(1, 4) {
+                let i = shared.gen_range(0..states.len());
+                let (sa, sb, blocks) = states[i].clone();
+                scan.restore(sa);
+                prot.restore(sb);
+                blocks_a = blocks.clone();
+                blocks_b = blocks;
+            }
+            random_op(&scan, a, &mut blocks_a, &mut rng_a);
+            random_op(&prot, b, &mut blocks_b, &mut rng_b);
+            let (sa, sb) = (scan.capture(), prot.capture());
+            assert_eq!(scan.mode(a), Mode::Scan);
+            assert_eq!(prot.mode(b), Mode::Mprotect);
+            {
+                let (x, y) = (scan.read_state(sa, a), prot.read_state(sb, b));
+                if x != y {
+                    let d = x.iter().zip(&y).position(|(p, q)| p != q);
+                    panic!(
+                        "seed {seed} step {step}: lens {} {} first diff {d:?} used {} {}",
+                        x.len(),
+                        y.len(),
+                        scan.used(a),
+                        prot.used(b)
+                    );
+                }
+            }
+            assert_eq!(
+                scan.fingerprint(sa),
+                prot.fingerprint(sb),
+                "seed {seed} step {step}"
+            );
+            assert_eq!(
+                scan.read_state(sa, a),
+                prot.read_state(sb, b),
+                "seed {seed} step {step}"
+            );
+            states.push((sa, sb, blocks_a.clone()));
+        }
+    }
+}
+
+/// A transition that allocates, frees and writes; returns the addresses it
+/// allocated. The result is a plain array: a `Vec` built inside `enter` would
+/// live in the arena and be freed later into a restored heap that no longer
+/// has it.
+fn transition(mem: &Memory, a: ArenaId, root: *mut Vec<Box<[u64]>>, k: u64) -> [usize; 8] {
+    let _in = mem.enter(a);
+    // SAFETY: `root` is the live root object of the restored arena.
+    let v = unsafe { &mut *root };
+    if v.len() > 3 {
+        v.remove(1);
+    }
+    v.push(vec![k; 10 + k as usize].into_boxed_slice());
+    let s = format!("transition {k}");
+    let mut out = [0usize; 8];
+    for (slot, b) in out.iter_mut().zip(v.iter()) {
+        *slot = b.as_ptr() as usize;
+    }
+    out[7] = s.as_ptr() as usize;
+    out
+}
+
+#[test]
+fn rerunning_a_transition_gives_the_same_addresses_and_fingerprint() {
+    for tracking in [Tracking::Scan, Tracking::Mprotect] {
+        let (mut mem, a) = memory(tracking, 16 << 20);
+        let root: *mut Vec<Box<[u64]>> = {
+            let _in = mem.enter(a);
+            Box::into_raw(Box::new(Vec::new()))
+        };
+        let mut s = mem.capture();
+        for k in 0..20 {
+            let first = transition(&mem, a, root, k);
+            let s1 = mem.capture();
+            mem.restore(s);
+            cmc::scrub_stack(cmc::DEFAULT_SCRUB_BYTES);
+            let second = transition(&mem, a, root, k);
+            let s2 = mem.capture();
+            assert_eq!(
+                first, second,
+                "{tracking:?}: addresses differ on re-run {k}"
+            );
+            assert_eq!(
+                mem.fingerprint(s1),
+                mem.fingerprint(s2),
+                "{tracking:?}: fingerprint differs on re-run {k}"
+            );
+            mem.release(s1);
+            mem.release(s);
+            s = s2;
+        }
+    }
+}
+
+#[test]
+fn equal_states_have_equal_fingerprints_and_different_ones_differ() {
+    let (mut mem, a) = memory(Tracking::Auto, 16 << 20);
+    let root: *mut Vec<u64> = {
+        let _in = mem.enter(a);
+        Box::into_raw(Box::new(vec![0; 1000]))
+    };
+    let s0 = mem.capture();
+    let set = |mem: &Memory, i: usize, v: u64| {
+        let _in = mem.enter(a);
+        // SAFETY: the live root of the restored arena.
+        unsafe { (&mut *root)[i] = v };
+    };
+    set(&mem, 10, 1);
+    let s1 = mem.capture();
+    set(&mem, 10, 0);
+    let s2 = mem.capture();
+    assert_eq!(
+        mem.fingerprint(s0),
+        mem.fingerprint(s2),
+        "undoing a write must give the first fingerprint"
+    );
+    assert_ne!(mem.fingerprint(s0), mem.fingerprint(s1));
+    // The same value in another place is another state.
+    mem.restore(s0);
+    set(&mem, 11, 1);
+    let s3 = mem.capture();
+    assert_ne!(mem.fingerprint(s1), mem.fingerprint(s3));
+    // 128-bit fingerprints have a non-zero upper half.
+    let mut wide = Memory::new(MemoryConfig::new().width(FingerprintWidth::Bits128));
+    wide.add_arena("p", ArenaConfig::new().reserve(1 << 20))
+        .unwrap();
+    let w = wide.capture();
+    assert_ne!(wide.fingerprint(w).0 >> 64, 0);
+    assert_eq!(
+        mem.fingerprint(s0).0 >> 64,
+        0,
+        "64-bit fingerprints keep 64 bits"
+    );
+}
+
+#[test]
+fn pages_are_shared_between_states_and_freed_with_them() {
+    let (mut mem, a) = memory(Tracking::Mprotect, 64 << 20);
+    let root: *mut Vec<u8> = {
+        let _in = mem.enter(a);
+        Box::into_raw(Box::new(vec![7u8; 1 << 20]))
+    };
+    let s0 = mem.capture();
+    let base = mem.stats();
+    let mut states = Vec::new();
+    for k in 0..50 {
+        mem.restore(s0);
+        {
+            let _in = mem.enter(a);
+            // SAFETY: the live root of the restored arena.
+            unsafe { (&mut *root)[k * 4096] = 1 };
+        }
+        states.push(mem.capture());
+    }
+    let stats = mem.stats();
+    // 50 successors of a 1 MiB state, each differing in one page: about 50
+    // new pages (plus the heap header page at most once per state), not 50 MiB.
+    assert!(
+        stats.pages <= base.pages + 2 * 50,
+        "pages are not shared: {stats:?} vs {base:?}"
+    );
+    for s in states {
+        mem.release(s);
+    }
+    mem.restore(s0);
+    let after = mem.stats();
+    assert_eq!(
+        after.pages, base.pages,
+        "pages of released states were not freed"
+    );
+    assert_eq!(after.states, 1);
+}
+
+#[test]
+fn small_arenas_choose_scan_and_large_busy_ones_mprotect() {
+    let (mut mem, a) = memory(Tracking::Auto, 256 << 20);
+    let root: *mut Vec<u8> = {
+        let _in = mem.enter(a);
+        Box::into_raw(Box::new(vec![0u8; 100]))
+    };
+    let s0 = mem.capture();
+    for _ in 0..3 {
+        mem.restore(s0);
+    }
+    assert_eq!(mem.mode(a), Mode::Scan, "a 100-byte heap should be scanned");
+    {
+        let _in = mem.enter(a);
+        // SAFETY: the live root.
+        unsafe { (&mut *root).resize(32 << 20, 1) };
+    }
+    let big = mem.capture();
+    for _ in 0..10 {
+        mem.restore(big);
+        {
+            let _in = mem.enter(a);
+            // SAFETY: the live root.
+            unsafe { (&mut *root)[0] = 2 };
+        }
+        let s = mem.capture();
+        mem.release(s);
+    }
+    mem.restore(big);
+    assert_eq!(
+        mem.mode(a),
+        Mode::Mprotect,
+        "a 32 MiB heap with one dirty page should use faults"
+    );
+}
