@@ -125,6 +125,23 @@ pub struct MemoryStats {
     pub page_bytes: usize,
 }
 
+/// The in-arena heap's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeapStats {
+    /// Bytes in use from the arena base (header, blocks and free blocks
+    /// below the top).
+    pub used: usize,
+    /// Allocated blocks.
+    pub live_blocks: usize,
+    /// Usable bytes of the allocated blocks.
+    pub live_bytes: usize,
+    /// Free blocks below the top.
+    pub free_blocks: usize,
+    /// Bytes of the free blocks below the top, headers included.
+    pub free_bytes: usize,
+}
+
 /// One arena's part of a state.
 #[derive(Debug)]
 struct Table {
@@ -270,6 +287,46 @@ impl Memory {
     /// The arena's base address.
     pub fn base(&self, arena: ArenaId) -> *mut u8 {
         self.arenas[arena.0].arena.ctl().base.as_ptr()
+    }
+
+    /// The arena heap's counters, as the arena holds them now.
+    pub fn heap_stats(&self, arena: ArenaId) -> HeapStats {
+        let s = self.arenas[arena.0].arena.ctl().heap().stats();
+        HeapStats {
+            used: s.used,
+            live_blocks: s.live_blocks,
+            live_bytes: s.live_bytes,
+            free_blocks: s.free_blocks,
+            free_bytes: s.free_bytes,
+        }
+    }
+
+    /// Checks the arena heap's internal consistency (boundary tags, free
+    /// lists, poison in free blocks, zeros beyond the top); `Err` describes
+    /// the first inconsistency. A failure means memory corruption: user code
+    /// wrote outside its objects.
+    pub fn check_heap(&self, arena: ArenaId) -> Result<(), String> {
+        self.arenas[arena.0].arena.ctl().heap().check()
+    }
+
+    /// The allocated blocks of the arena as (address, usable length), in
+    /// address order.
+    pub fn live_blocks(&self, arena: ArenaId) -> Vec<(*mut u8, usize)> {
+        let heap = self.arenas[arena.0].arena.ctl().heap();
+        // SAFETY (for the `add` below): every block offset lies inside the
+        // arena's used length.
+        heap.live_blocks()
+            .map(|b| (heap.base().wrapping_add(b.offset), b.len))
+            .collect()
+    }
+
+    /// The allocated block containing `addr` (interior addresses included),
+    /// as (block address, usable length).
+    pub fn block_containing(&self, arena: ArenaId, addr: *const u8) -> Option<(*mut u8, usize)> {
+        let heap = self.arenas[arena.0].arena.ctl().heap();
+        let offset = (addr as usize).checked_sub(heap.base() as usize)?;
+        heap.block_containing(offset)
+            .map(|b| (heap.base().wrapping_add(b.offset), b.len))
     }
 
     /// The tracking mode the arena is in now.
