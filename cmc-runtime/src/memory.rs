@@ -468,10 +468,8 @@ impl Memory {
             None => (0, 0),
         };
         let rt = &self.arenas[a];
-        if old.is_none() {
-            candidates.extend(0..npages);
-        } else if rt.all_writable {
-            let table = self.tables.get(old.expect("checked"));
+        if let (Some(t), true) = (old, rt.all_writable) {
+            let table = self.tables.get(t);
             for i in 0..npages.min(old_np) {
                 let len = page_len(used, i);
                 let stored = self.pages.data(self.page_of(table, i));
@@ -483,6 +481,8 @@ impl Memory {
                 }
             }
             candidates.extend(old_np..npages);
+        } else if old.is_none() {
+            candidates.extend(0..npages);
         } else {
             // Faulted pages, pages beyond the protected extent (writable
             // without a fault), and pages whose length changed.

@@ -260,7 +260,7 @@ fn live_blocks_and_interior_pointers_are_found() {
     );
     assert!(blocks
         .iter()
-        .any(|&(p, len)| p == y.as_ptr() as *mut u8 && len >= 5000));
+        .any(|&(p, len)| std::ptr::eq(p, y.as_ptr()) && len >= 5000));
     // SAFETY: pointers into the middle and to the last byte of live blocks.
     let (mid, last) = unsafe { (xp.add(20), y.as_ptr().add(4999)) };
     assert_eq!(mem.block_containing(a, mid).map(|b| b.0), Some(xp));

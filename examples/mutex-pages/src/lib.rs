@@ -201,9 +201,9 @@ pub fn page_search(
             mem.restore(state);
             let enabled = {
                 let _in = mem.enter(arenas[p]);
+                let root = roots[p];
                 // SAFETY: the roots point into the restored arenas, and
                 // nothing else refers to them during the step.
-                let root = roots[p];
                 unsafe { step(variant, p, &mut *root, &mut *shared) }
             };
             if !enabled {
