@@ -24,6 +24,34 @@ pub const DEFAULT_RESERVE: usize = 256 << 20;
 /// usable heap needs room to grow).
 pub const MIN_RESERVE: usize = 64 << 10;
 
+/// Arenas are placed at fixed addresses from here on, in creation order, so
+/// that a program creating the same arenas in the same order gets the same
+/// addresses in every run: pointers stored in a state, and therefore its
+/// fingerprint, are then reproducible across runs (a replayed trace checks
+/// them). The region between 32 TiB and 96 TiB is far from where Linux puts
+/// the executable, the brk heap and mmap regions.
+const FIXED_START: usize = 0x2000_0000_0000;
+const FIXED_END: usize = 0x6000_0000_0000;
+/// Each arena's fixed address is aligned to this, so that over-aligned
+/// allocations land at the same offsets in every arena.
+const FIXED_ALIGN: usize = 1 << 30;
+static NEXT_FIXED: AtomicUsize = AtomicUsize::new(FIXED_START);
+
+/// Reserves an arena's address space: at the next fixed address when it is
+/// free, otherwise wherever the kernel chooses (fingerprints of states that
+/// hold pointers are then still correct within the run, but not reproducible
+/// across runs).
+fn reserve_arena(reserve: usize) -> io::Result<*mut u8> {
+    let stride = reserve.next_multiple_of(FIXED_ALIGN);
+    let at = NEXT_FIXED.fetch_add(stride, Ordering::Relaxed);
+    if at + stride <= FIXED_END {
+        if let Ok(p) = sys::reserve_at(at, reserve) {
+            return Ok(p);
+        }
+    }
+    sys::reserve(reserve)
+}
+
 /// Committed memory grows in steps of this size, so a growing heap does not
 /// call `mprotect` for every page.
 const COMMIT_STEP: usize = 64 << 10;
@@ -340,7 +368,7 @@ impl Arena {
                 ),
             ));
         }
-        let base = sys::reserve(reserve).map_err(|e| {
+        let base = reserve_arena(reserve).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(

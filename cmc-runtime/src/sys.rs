@@ -43,6 +43,37 @@ pub(crate) fn reserve(len: usize) -> io::Result<*mut u8> {
     }
 }
 
+/// Reserves `len` bytes exactly at `addr`, or fails (without touching any
+/// existing mapping) when something is already there.
+pub(crate) fn reserve_at(addr: usize, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; it
+    // fails with EEXIST instead.
+    let ptr = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE
+                | libc::MAP_ANONYMOUS
+                | libc::MAP_NORESERVE
+                | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    if ptr as usize != addr {
+        // Kernels before 4.17 ignore the flag and treat the address as a
+        // hint: give the mapping back and report failure.
+        // SAFETY: the mapping was just created and is unused.
+        unsafe { release(ptr.cast(), len) };
+        return Err(io::Error::from(io::ErrorKind::AddrInUse));
+    }
+    Ok(ptr.cast())
+}
+
 /// Returns a reservation made by [`reserve`] to the operating system.
 ///
 /// # Safety
