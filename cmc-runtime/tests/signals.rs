@@ -75,7 +75,9 @@ fn install_previous_handler() {
     // SAFETY: a zeroed sigaction is valid; we fill in a SA_SIGINFO handler.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = previous_handler as usize;
+        let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            previous_handler;
+        action.sa_sigaction = handler as usize;
         action.sa_flags = libc::SA_SIGINFO;
         libc::sigemptyset(&mut action.sa_mask);
         assert_eq!(
