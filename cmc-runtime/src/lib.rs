@@ -27,3 +27,29 @@ pub use crate::alloc::{in_any_arena, Allocator, Entered};
 pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE};
 pub use crate::hash::PageHasher;
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
+
+/// Hooks for cmc's own benchmarks. Not public API: no stability promise.
+#[doc(hidden)]
+pub mod __bench {
+    /// The content-addressed page store, for measuring insertion alone.
+    #[derive(Debug)]
+    pub struct PageStore(crate::store::PageStore);
+
+    impl PageStore {
+        /// An empty store.
+        #[allow(clippy::new_without_default, reason = "a benchmark hook, not API")]
+        pub fn new() -> Self {
+            PageStore(crate::store::PageStore::new())
+        }
+
+        /// Stores (or finds) a page whose hash is already known.
+        pub fn intern(&mut self, bytes: &[u8], hash: u128) -> u32 {
+            self.0.intern(bytes, hash)
+        }
+
+        /// Drops one reference.
+        pub fn release(&mut self, id: u32) {
+            self.0.release(id)
+        }
+    }
+}

@@ -175,11 +175,13 @@ struct ArenaRt {
 
 /// Cost model for `Tracking::Auto`, in nanoseconds, from the `snapshot`
 /// benchmark on the reference machine (see the book's performance chapter):
-/// comparing a page with its stored copy, and a write fault plus the
-/// protect/unprotect system calls around it.
-const SCAN_NS_PER_PAGE: f64 = 60.0;
-const MPROTECT_NS_PER_DIRTY_PAGE: f64 = 4000.0;
-const MPROTECT_NS_FIXED: f64 = 1000.0;
+/// scanning costs about 55 ns per used page (compare with the stored copy);
+/// fault tracking costs about 5 µs per dirty page (the fault, plus the
+/// `mprotect` that re-arms it) and about 3 µs per transition besides. The
+/// break-even for one dirty page is therefore around 150 pages (600 KiB).
+const SCAN_NS_PER_PAGE: f64 = 55.0;
+const MPROTECT_NS_PER_DIRTY_PAGE: f64 = 5000.0;
+const MPROTECT_NS_FIXED: f64 = 3000.0;
 
 /// Entries into arenas so far; a restore can skip re-comparing scan-mode
 /// arenas when no code has run in any arena since the last capture.
