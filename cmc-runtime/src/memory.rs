@@ -456,6 +456,12 @@ impl Memory {
         let ctl = self.arenas[a].arena.ctl();
         let base = ctl.base.as_ptr();
         let used = ctl.heap().used();
+        assert!(
+            used <= ctl.committed.load(Ordering::Acquire),
+            "{}'s heap header is corrupted (its top lies beyond the committed memory): \
+             code wrote outside its objects",
+            self.arenas[a].name
+        );
         let npages = pages_of(used);
         let hasher = self.config.hasher;
 
