@@ -6,6 +6,12 @@
 //! `d` pages changes `d` terms, so the fingerprint is updated in `O(d)` by
 //! subtracting the old terms and adding the new ones.
 //!
+//! Fingerprints must not depend on where the arenas happen to be mapped
+//! (another run, another engine in the same process): when capture hashes a
+//! page, every aligned 8-byte word whose value points into one of the
+//! memory's own arenas is hashed as (arena index, offset), tagged, not as an
+//! address. Page *contents* are stored unchanged.
+//!
 //! The default page hash, [`PageHasher::Fold`], processes 64 bytes per round in
 //! four independent lanes, each folding a 64×64→128-bit product; each lane
 //! chains its previous value into the next multiplication, so the hash depends
@@ -56,21 +62,85 @@ pub(crate) fn fmix64(mut x: u64) -> u64 {
     x
 }
 
+/// Marks a relocated pointer, so that a relative offset never hashes like
+/// the same small integer.
+const RELOCATED: u64 = 0xc3a5_c85c_97cb_3127;
+
+/// The arenas whose pointers are hashed as (arena index, offset).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Relocation {
+    /// `[low, low + span)` covers every arena: a quick rejection test.
+    low: u64,
+    span: u64,
+    /// (base, length, index) of each arena, sorted by base.
+    arenas: Vec<(u64, u64, u64)>,
+}
+
+impl Relocation {
+    /// No relocation: every word is hashed as it is.
+    pub(crate) const NONE: Relocation = Relocation {
+        low: 0,
+        span: 0,
+        arenas: Vec::new(),
+    };
+
+    /// Adds arena number `index` at `[base, base + len)`.
+    pub(crate) fn add(&mut self, index: usize, base: u64, len: u64) {
+        let at = self.arenas.partition_point(|&(b, _, _)| b < base);
+        self.arenas.insert(at, (base, len, index as u64));
+        let low = self.arenas[0].0;
+        let high = self
+            .arenas
+            .iter()
+            .map(|&(b, l, _)| b + l)
+            .max()
+            .unwrap_or(low);
+        self.low = low;
+        self.span = high - low;
+    }
+
+    #[inline(always)]
+    fn apply(&self, w: u64) -> u64 {
+        if w.wrapping_sub(self.low) < self.span {
+            self.locate(w)
+        } else {
+            w
+        }
+    }
+
+    #[cold]
+    fn locate(&self, w: u64) -> u64 {
+        let i = self.arenas.partition_point(|&(b, _, _)| b <= w);
+        match i.checked_sub(1).map(|i| self.arenas[i]) {
+            Some((base, len, index)) if w - base < len => ((index << 40) | (w - base)) ^ RELOCATED,
+            _ => w,
+        }
+    }
+}
+
 #[inline(always)]
-fn word(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+fn word(bytes: &[u8], at: usize, reloc: &Relocation) -> u64 {
+    reloc.apply(u64::from_le_bytes(
+        bytes[at..at + 8].try_into().expect("8 bytes"),
+    ))
 }
 
 /// Hashes up to a page of bytes (any length works) with the multiply-fold
 /// hash.
+#[cfg(test)]
 pub(crate) fn fold_hash(data: &[u8]) -> u128 {
+    fold_hash_relocated(data, &Relocation::NONE)
+}
+
+/// [`fold_hash`] with pointers into `reloc` hashed as offsets.
+pub(crate) fn fold_hash_relocated(data: &[u8], reloc: &Relocation) -> u128 {
     let len = data.len() as u64;
     let mut lane = [K[0] ^ len, K[1], K[2], K[3]];
     let mut chunks = data.chunks_exact(64);
     for chunk in &mut chunks {
         for (j, st) in lane.iter_mut().enumerate() {
-            let a = word(chunk, 16 * j);
-            let b = word(chunk, 16 * j + 8);
+            let a = word(chunk, 16 * j, reloc);
+            let b = word(chunk, 16 * j + 8, reloc);
             // Keeping `st` rotated in the xor means a zero product (a word
             // equal to the key) cannot erase what the lane has absorbed.
             *st = fold_mul(a ^ K[4 + j], b ^ *st) ^ st.rotate_left(29);
@@ -81,8 +151,8 @@ pub(crate) fn fold_hash(data: &[u8]) -> u128 {
         let mut tail = [0u8; 64];
         tail[..rest.len()].copy_from_slice(rest);
         for (j, st) in lane.iter_mut().enumerate() {
-            let a = word(&tail, 16 * j);
-            let b = word(&tail, 16 * j + 8);
+            let a = word(&tail, 16 * j, &Relocation::NONE);
+            let b = word(&tail, 16 * j + 8, &Relocation::NONE);
             *st = fold_mul(a ^ K[4 + j], b ^ *st) ^ st.rotate_left(29);
         }
     }
@@ -106,9 +176,24 @@ pub(crate) fn sip_hash(data: &[u8]) -> u128 {
 impl PageHasher {
     /// Hashes `data` (a whole page, or the used prefix of the last page).
     pub fn hash(self, data: &[u8]) -> u128 {
+        self.hash_relocated(data, &Relocation::NONE)
+    }
+
+    /// Hashes `data` with pointers into `reloc` hashed as offsets.
+    pub(crate) fn hash_relocated(self, data: &[u8], reloc: &Relocation) -> u128 {
         match self {
-            PageHasher::Fold => fold_hash(data),
-            PageHasher::Sip => sip_hash(data),
+            PageHasher::Fold => fold_hash_relocated(data, reloc),
+            PageHasher::Sip if reloc.span == 0 => sip_hash(data),
+            PageHasher::Sip => {
+                let mut buf = [0u8; crate::sys::PAGE];
+                let buf = &mut buf[..data.len()];
+                buf.copy_from_slice(data);
+                for w in buf.chunks_exact_mut(8) {
+                    let v = reloc.apply(u64::from_le_bytes((&*w).try_into().expect("8 bytes")));
+                    w.copy_from_slice(&v.to_le_bytes());
+                }
+                sip_hash(buf)
+            }
         }
     }
 }
@@ -199,6 +284,48 @@ mod tests {
                 "64-bit collision at page {i}"
             );
             page[at..at + 8].copy_from_slice(&0u64.to_le_bytes());
+        }
+    }
+
+    #[test]
+    fn relocated_pointers_hash_as_offsets() {
+        let a_low = 0x2000_0000_0000u64;
+        let b_low = 0x3000_0000_0000u64;
+        let span = 1 << 30;
+        let at = |low: u64| {
+            let mut r = Relocation::default();
+            r.add(0, low, span);
+            r.add(1, low + 5 * span, span);
+            r
+        };
+        let page = |low: u64| {
+            let mut p = vec![0u8; 4096];
+            p[8..16].copy_from_slice(&(low + 0x1234).to_le_bytes());
+            p[100..108].copy_from_slice(&7u64.to_le_bytes());
+            p
+        };
+        for hasher in [PageHasher::Fold, PageHasher::Sip] {
+            let ha = hasher.hash_relocated(&page(a_low), &at(a_low));
+            let hb = hasher.hash_relocated(&page(b_low), &at(b_low));
+            assert_eq!(
+                ha, hb,
+                "{hasher:?}: the same structure at another address hashes differently"
+            );
+            assert_ne!(hasher.hash(&page(a_low)), hasher.hash(&page(b_low)));
+            // A relocated pointer is not confused with the integer offset.
+            let mut plain = vec![0u8; 4096];
+            plain[8..16].copy_from_slice(&0x1234u64.to_le_bytes());
+            plain[100..108].copy_from_slice(&7u64.to_le_bytes());
+            assert_ne!(hasher.hash_relocated(&plain, &at(a_low)), ha);
+            // The same offset in another arena is another pointer.
+            let mut other = page(a_low);
+            other[8..16].copy_from_slice(&(a_low + 5 * span + 0x1234).to_le_bytes());
+            assert_ne!(hasher.hash_relocated(&other, &at(a_low)), ha);
+            // Arenas at other distances from each other still agree.
+            let mut far = Relocation::default();
+            far.add(0, b_low, span);
+            far.add(1, b_low + 9 * span, span);
+            assert_eq!(hasher.hash_relocated(&page(b_low), &far), ha);
         }
     }
 

@@ -14,19 +14,53 @@
 
 mod alloc;
 mod arena;
+mod ctx;
+mod engine;
+mod env;
 mod hash;
 mod heap;
 pub mod memory;
+mod model;
 mod stack;
 mod store;
 mod sys;
+mod trace;
 mod tracking;
 pub mod visited;
+mod world;
 
 pub use crate::alloc::{in_any_arena, Allocator, Entered};
 pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE};
+pub use crate::ctx::{choose, Ctx, SendError, View};
+pub use crate::engine::{CheckError, ReplayOutcome};
 pub use crate::hash::PageHasher;
+pub use crate::memory::FingerprintWidth;
+pub use crate::model::{
+    Body, Bounds, Check, GlobalInvariant, Guard, Handler, Invariant, Message, Model, NetworkConfig,
+    OnFull, Process, Strategy, Trigger,
+};
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
+pub use crate::trace::{
+    CheckResult, Stats, Step, Trace, Verdict, Violation, ViolationKind, ViolationRecord,
+    TRACE_VERSION,
+};
+pub use crate::world::World;
+
+impl<P: Process> Model<P> {
+    /// Explores the model's state space and reports what it found.
+    ///
+    /// Errors are the tool's (an arena could not be reserved, the model is
+    /// malformed); property violations are in the result.
+    pub fn check(&self) -> Result<CheckResult, CheckError> {
+        engine::check(self)
+    }
+
+    /// Re-executes a trace on a fresh instance of the model, checking every
+    /// step's fingerprint, and reports whether its violation reproduces.
+    pub fn replay(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
+        engine::replay(self, trace)
+    }
+}
 
 /// Hooks for cmc's own benchmarks. Not public API: no stability promise.
 #[doc(hidden)]

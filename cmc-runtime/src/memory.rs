@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::alloc::Entered;
 use crate::arena::{Arena, ArenaConfig, ArenaExhausted, Tracking};
-use crate::hash::{self, PageHasher};
+use crate::hash::{self, PageHasher, Relocation};
 use crate::store::{PageId, PageStore, Slab, CHUNK, NO_PAGE};
 use crate::sys::{self, Prot, PAGE};
 use crate::tracking;
@@ -203,6 +203,9 @@ pub struct Memory {
     loaded: Option<StateId>,
     /// `ENTRIES` at the last capture.
     entries_at_capture: u64,
+    /// The range spanned by this memory's arenas, whose pointers are hashed
+    /// as offsets so fingerprints do not depend on where arenas are mapped.
+    reloc: Relocation,
     /// Scratch lists reused across captures and restores (checker memory).
     scratch_pages: Vec<usize>,
     scratch_changes: Vec<(usize, PageId)>,
@@ -230,6 +233,7 @@ impl Memory {
             states: Slab::new(),
             loaded: None,
             entries_at_capture: u64::MAX,
+            reloc: Relocation::NONE,
             scratch_pages: Vec::new(),
             scratch_changes: Vec::new(),
         }
@@ -248,6 +252,11 @@ impl Memory {
         );
         let name = name.into();
         let arena = Arena::new(name.clone(), &config)?;
+        self.reloc.add(
+            self.arenas.len(),
+            arena.ctl().base.as_ptr() as u64,
+            arena.ctl().reserve as u64,
+        );
         let mode = match config.tracking {
             Tracking::Mprotect => Mode::Mprotect,
             _ => Mode::Scan,
@@ -518,7 +527,7 @@ impl Memory {
             let len = page_len(used, i);
             // SAFETY: as above, page i is committed and `len` bytes long.
             let bytes = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
-            let h = hasher.hash(bytes);
+            let h = hasher.hash_relocated(bytes, &self.reloc);
             let id = self.pages.intern(bytes, h);
             let before = match old {
                 Some(t) => self.page_of(self.tables.get(t), i),

@@ -1,0 +1,408 @@
+//! What handler code sees: [`choose`], the handler context [`Ctx`] (network,
+//! timers) and the guard view [`View`].
+//!
+//! Every nondeterministic decision — `choose(n)`, which pending message
+//! `recv` delivers, whether a send fails — is a *choice*. The engine runs a
+//! handler with a script of choice values; calls beyond the script take 0 and
+//! record their range; the engine then advances the script like an odometer
+//! until every combination has run once.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+
+use crate::alloc::Entered;
+use crate::env::Env;
+use crate::memory::{ArenaId, Memory};
+use crate::model::{NetworkConfig, OnFull, Process};
+
+/// The state of the handler run in progress on this thread. It lives in
+/// checker memory: every method that grows it runs in a system scope.
+#[derive(Debug, Default)]
+pub(crate) struct Run {
+    /// Choice values to replay, in order.
+    pub(crate) script: Vec<usize>,
+    /// The choices made so far, as (value, range).
+    pub(crate) taken: Vec<(usize, usize)>,
+    /// Whether to describe delivered messages (when building traces).
+    pub(crate) describe: bool,
+    /// The delivered message, described.
+    pub(crate) delivered: Option<String>,
+    /// A model error raised by the environment (the network bound).
+    pub(crate) model_error: Option<String>,
+}
+
+thread_local! {
+    static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
+    /// Set while user code runs under the engine; the panic hook then records
+    /// the panic instead of printing it.
+    static IN_USER_CODE: Cell<bool> = const { Cell::new(false) };
+    static PANIC: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+}
+
+/// Makes allocations on this thread go to the system allocator until the
+/// guard drops (checker bookkeeping done while a handler's arena is current).
+pub(crate) fn system_scope() -> Entered<'static> {
+    // SAFETY: a null current arena is the system allocator; nothing to keep
+    // alive.
+    unsafe { Entered::new(std::ptr::null()) }
+}
+
+pub(crate) fn begin_run(run: Run) {
+    let _sys = system_scope();
+    RUN.with(|r| *r.borrow_mut() = Some(run));
+}
+
+pub(crate) fn end_run() -> Run {
+    RUN.with(|r| r.borrow_mut().take())
+        .expect("end_run without begin_run")
+}
+
+/// Runs `f` as user code: panics are recorded (message, location) instead of
+/// printed, and caught.
+pub(crate) fn user_code<R>(f: impl FnOnce() -> R) -> Result<R, (String, String)> {
+    install_panic_hook();
+    IN_USER_CODE.with(|c| c.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    IN_USER_CODE.with(|c| c.set(false));
+    match result {
+        Ok(r) => Ok(r),
+        Err(payload) => {
+            // The payload may live in the arena that was current: drop it
+            // now, before any restore reuses that memory.
+            drop(payload);
+            let recorded = PANIC.with(|p| p.borrow_mut().take());
+            Err(recorded.unwrap_or_else(|| {
+                (
+                    "panic with a non-string payload".into(),
+                    "unknown location".into(),
+                )
+            }))
+        }
+    }
+}
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _sys = system_scope();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_USER_CODE.with(Cell::get) {
+                let _sys = system_scope();
+                let message = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                    (*s).to_string()
+                } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                    s.clone()
+                } else {
+                    "panic with a non-string payload".to_string()
+                };
+                let location = info
+                    .location()
+                    .map_or_else(|| "unknown location".into(), |l| l.to_string());
+                PANIC.with(|p| *p.borrow_mut() = Some((message, location)));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f` on the current run, or panics at the caller's line when no
+/// handler is running.
+#[track_caller]
+fn with_run<R>(what: &str, f: impl FnOnce(&mut Run) -> R) -> R {
+    let _sys = system_scope();
+    let result = RUN.with(|r| r.borrow_mut().as_mut().map(f));
+    match result {
+        Some(r) => r,
+        None => panic!(
+            "{what} was called outside a handler: it is only meaningful while cmc runs a handler"
+        ),
+    }
+}
+
+#[track_caller]
+fn choice(n: usize, what: &str) -> usize {
+    with_run(what, |run| {
+        let at = run.taken.len();
+        let value = run.script.get(at).copied().unwrap_or(0);
+        assert!(
+            value < n,
+            "a replayed choice {value} is out of range 0..{n}: the handler is not deterministic"
+        );
+        run.taken.push((value, n));
+        value
+    })
+}
+
+/// A choice made by the engine itself (which message the environment loses
+/// or duplicates).
+pub(crate) fn choice_internal(n: usize) -> usize {
+    choice(n, "an environment event")
+}
+
+/// Records a description of what the current step delivered, when the run
+/// describes its steps (the closure runs in checker memory).
+pub(crate) fn describe(f: impl FnOnce() -> String) {
+    with_run("an environment event", |run| {
+        if run.describe {
+            run.delivered = Some(f());
+        }
+    });
+}
+
+/// Returns a value in `0..n`; the search explores every value from the same
+/// state. Only meaningful inside a handler.
+///
+/// # Panics
+/// When `n == 0` or when called outside a handler (a usage error, reported
+/// at the caller's line).
+#[track_caller]
+pub fn choose(n: usize) -> usize {
+    assert!(
+        n > 0,
+        "cmc::choose(0): there is nothing to choose from (n must be at least 1)"
+    );
+    choice(n, "cmc::choose")
+}
+
+/// Why a send failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The network holds its capacity of messages (with `OnFull::Error`).
+    Full,
+    /// A nondeterministic send failure (with `send_failure`).
+    Failed,
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendError::Full => "the network is full",
+            SendError::Failed => "the send failed",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// The context of a running handler: who it is, the network, the timers.
+pub struct Ctx<'a, P: Process> {
+    pub(crate) me: usize,
+    pub(crate) count: usize,
+    pub(crate) env: *mut Env<P::Msg, P::Shared>,
+    pub(crate) mem: &'a Memory,
+    pub(crate) env_arena: ArenaId,
+    pub(crate) net: &'a NetworkConfig,
+}
+
+impl<P: Process> fmt::Debug for Ctx<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ctx")
+            .field("me", &self.me)
+            .field("processes", &self.count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Process> Ctx<'_, P> {
+    fn env(&self) -> &Env<P::Msg, P::Shared> {
+        // SAFETY: the environment root is live in the restored state for the
+        // whole handler, and the engine holds no other reference meanwhile.
+        unsafe { &*self.env }
+    }
+
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "the environment is reached through the engine's root pointer"
+    )]
+    fn env_mut(&self) -> &mut Env<P::Msg, P::Shared> {
+        // SAFETY: as above; `Ctx` is the only path to the environment while
+        // a handler runs, and no reference returned here outlives a method.
+        unsafe { &mut *self.env }
+    }
+
+    /// This process's index.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    /// The number of processes.
+    pub fn process_count(&self) -> usize {
+        self.count
+    }
+
+    /// The other processes' indices.
+    pub fn peers(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.count).filter(move |&p| p != self.me)
+    }
+
+    /// Sends `msg` to process `to`. The message is copied into the
+    /// environment.
+    ///
+    /// # Panics
+    /// When `to` is not a process of the model.
+    #[track_caller]
+    pub fn send(&mut self, to: usize, msg: P::Msg) -> Result<(), SendError> {
+        assert!(
+            to < self.count,
+            "send to process {to}, but the model has {} processes",
+            self.count
+        );
+        if self.net.send_failure && choice(2, "Ctx::send") == 1 {
+            return Err(SendError::Failed);
+        }
+        if self.env().msgs.len() >= self.net.capacity {
+            return match self.net.on_full {
+                OnFull::Drop => Ok(()),
+                OnFull::Error => Err(SendError::Full),
+                _ => {
+                    let capacity = self.net.capacity;
+                    with_run("Ctx::send", |run| {
+                        run.model_error.get_or_insert_with(|| {
+                            format!("the network's capacity of {capacity} messages was exceeded")
+                        });
+                    });
+                    Ok(())
+                }
+            };
+        }
+        let me = self.me;
+        let _in_env = self.mem.enter(self.env_arena);
+        let copy = msg.clone();
+        self.env_mut().insert(me, to, copy);
+        Ok(())
+    }
+
+    /// Sends a copy of `msg` to every other process; returns the first error
+    /// (every send is attempted).
+    pub fn broadcast(&mut self, msg: P::Msg) -> Result<(), SendError> {
+        let mut result = Ok(());
+        for to in 0..self.count {
+            if to != self.me {
+                let r = self.send(to, msg.clone());
+                if result.is_ok() {
+                    result = r;
+                }
+            }
+        }
+        result
+    }
+
+    /// Whether a message is waiting for this process (for guards, see
+    /// [`View::has_mail`]).
+    pub fn has_mail(&self) -> bool {
+        self.env().has_mail(self.me)
+    }
+
+    /// Receives one pending message as (sender, message); every deliverable
+    /// message is explored as a separate successor. `None` when none is
+    /// pending.
+    pub fn recv(&mut self) -> Option<(usize, P::Msg)> {
+        let options = {
+            let _sys = system_scope();
+            self.env().deliverable(self.me)
+        };
+        if options.is_empty() {
+            return None;
+        }
+        let k = options[choice(options.len(), "Ctx::recv")];
+        let entry = {
+            let _in_env = self.mem.enter(self.env_arena);
+            self.env_mut().remove(k)
+        };
+        // Copy into this process's arena (current again), then free the
+        // environment's copy (routed by address).
+        let msg = entry.msg.clone();
+        let from = entry.from as usize;
+        drop(entry);
+        with_run("Ctx::recv", |run| {
+            if run.describe {
+                run.delivered = Some(format!("{msg:?} from process {from}"));
+            }
+        });
+        Some((from, msg))
+    }
+
+    /// The shared variables, read-only.
+    pub fn shared(&self) -> &P::Shared {
+        &self.env().shared
+    }
+
+    /// Changes the shared variables. The closure runs with the environment's
+    /// arena current, so whatever it allocates belongs to the shared state.
+    pub fn with_shared<R>(&mut self, f: impl FnOnce(&mut P::Shared) -> R) -> R {
+        let _in_env = self.mem.enter(self.env_arena);
+        f(&mut self.env_mut().shared)
+    }
+
+    /// Starts the timer `name` (no effect when it is pending already). Its
+    /// expiry runs the process's handler for that timer at some later point.
+    pub fn set_timer(&mut self, name: &str) {
+        let me = self.me;
+        let _in_env = self.mem.enter(self.env_arena);
+        self.env_mut().set_timer(me, name);
+    }
+
+    /// Cancels the timer `name`; returns whether it was pending.
+    pub fn cancel_timer(&mut self, name: &str) -> bool {
+        let me = self.me;
+        let _in_env = self.mem.enter(self.env_arena);
+        self.env_mut().cancel_timer(me, name)
+    }
+
+    /// Whether the timer `name` is pending.
+    pub fn timer_pending(&self, name: &str) -> bool {
+        let _sys = system_scope();
+        self.env().timer_pending(self.me, name)
+    }
+}
+
+/// What a guard sees besides its process: read-only facts about the
+/// environment.
+pub struct View<'a, P: Process> {
+    pub(crate) me: usize,
+    pub(crate) count: usize,
+    pub(crate) env: &'a Env<P::Msg, P::Shared>,
+}
+
+impl<P: Process> fmt::Debug for View<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("View")
+            .field("me", &self.me)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, P: Process> View<'a, P> {
+    /// The shared variables.
+    pub fn shared(&self) -> &'a P::Shared {
+        &self.env.shared
+    }
+
+    /// This process's index.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    /// The number of processes.
+    pub fn process_count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether a message is waiting for this process.
+    pub fn has_mail(&self) -> bool {
+        self.env.has_mail(self.me)
+    }
+
+    /// Whether this process's timer `name` is pending.
+    pub fn timer_pending(&self, name: &str) -> bool {
+        self.env.timer_pending(self.me, name)
+    }
+
+    /// The number of messages in flight in the whole network.
+    pub fn in_flight(&self) -> usize {
+        self.env.msgs.len()
+    }
+}

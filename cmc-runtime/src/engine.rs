@@ -1,0 +1,1064 @@
+//! The search: from the initial state, run every enabled handler with every
+//! combination of choices, store each distinct successor once, check the
+//! properties in every new state, and turn a violation into a trace.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::fmt;
+use std::time::Instant;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::ctx::{self, begin_run, end_run, system_scope, user_code, Ctx, Run, View};
+use crate::env::Env;
+use crate::memory::{ArenaId, FingerprintWidth, Memory, MemoryConfig, StateId};
+use crate::model::{Handler, Invariant, Model, Process, Strategy, Trigger};
+use crate::trace::{
+    CheckResult, Stats, Step, Trace, Verdict, Violation, ViolationKind, ViolationRecord,
+    TRACE_VERSION,
+};
+use crate::visited::Visited;
+use crate::world::World;
+
+/// Bytes of stack zeroed before each transition (see `cmc::scrub_stack`).
+const SCRUB_BYTES: usize = 16 * 1024;
+
+/// The actor index of environment events in internal steps.
+const ENV: usize = usize::MAX;
+const LOSE: usize = 0;
+const DUPLICATE: usize = 1;
+const ENV_EVENTS: [&str; 2] = ["lose message", "duplicate message"];
+
+/// The tool could not check the model (as opposed to finding a violation).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// The model is malformed.
+    Model(String),
+    /// The operating system refused (e.g. reserving an arena).
+    Io(std::io::Error),
+    /// A trace does not fit the model.
+    Trace(String),
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckError::Model(m) => write!(f, "invalid model: {m}"),
+            CheckError::Io(e) => write!(f, "{e}"),
+            CheckError::Trace(m) => write!(f, "the trace does not fit the model: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+impl From<std::io::Error> for CheckError {
+    fn from(e: std::io::Error) -> Self {
+        CheckError::Io(e)
+    }
+}
+
+/// An event: a process's handler, or an environment event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Event {
+    actor: usize,
+    handler: usize,
+}
+
+/// A step as the engine records it: the event and its choice values.
+#[derive(Clone, Debug)]
+struct RawStep {
+    event: Event,
+    choices: Vec<usize>,
+}
+
+/// A node of the search tree: how a stored state was first reached.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: u32,
+    actor: u32,
+    handler: u32,
+    choices_at: u32,
+    choices_len: u32,
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+struct Outcome {
+    /// The choices made, as (value, range).
+    ranges: Vec<(usize, usize)>,
+    taken: Vec<usize>,
+    panic: Option<(String, String)>,
+    model_error: Option<String>,
+    delivered: Option<String>,
+}
+
+struct Item {
+    node: u32,
+    state: StateId,
+    depth: usize,
+}
+
+enum Frontier {
+    Stack(Vec<Item>),
+    Queue(VecDeque<Item>),
+    Random(Vec<Item>, SmallRng),
+    Best(BinaryHeap<(i64, Reverse<u64>, u32)>, Vec<Option<Item>>, u64),
+}
+
+impl Frontier {
+    fn new(strategy: Strategy, seed: u64) -> Self {
+        match strategy {
+            Strategy::Bfs => Frontier::Queue(VecDeque::new()),
+            Strategy::Random => Frontier::Random(Vec::new(), SmallRng::seed_from_u64(seed)),
+            Strategy::BestFirst => Frontier::Best(BinaryHeap::new(), Vec::new(), 0),
+            _ => Frontier::Stack(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, item: Item, priority: i64) {
+        match self {
+            Frontier::Stack(v) | Frontier::Random(v, _) => v.push(item),
+            Frontier::Queue(q) => q.push_back(item),
+            Frontier::Best(heap, slots, seq) => {
+                let slot = slots.len() as u32;
+                slots.push(Some(item));
+                heap.push((priority, Reverse(*seq), slot));
+                *seq += 1;
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<Item> {
+        match self {
+            Frontier::Stack(v) => v.pop(),
+            Frontier::Queue(q) => q.pop_front(),
+            Frontier::Random(v, rng) => {
+                if v.is_empty() {
+                    None
+                } else {
+                    let i = rng.gen_range(0..v.len());
+                    Some(v.swap_remove(i))
+                }
+            }
+            Frontier::Best(heap, slots, _) => heap.pop().map(|(_, _, slot)| {
+                slots[slot as usize]
+                    .take()
+                    .expect("a frontier slot is popped once")
+            }),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Frontier::Stack(v) | Frontier::Random(v, _) => v.len(),
+            Frontier::Queue(q) => q.len(),
+            Frontier::Best(heap, _, _) => heap.len(),
+        }
+    }
+}
+
+/// A model set up in memory: arenas, roots, the initial state.
+pub(crate) struct Engine<'m, P: Process> {
+    model: &'m Model<P>,
+    mem: Memory,
+    arenas: Vec<ArenaId>,
+    env_arena: ArenaId,
+    roots: Vec<*mut P>,
+    env: *mut Env<P::Msg, P::Shared>,
+    handlers: Vec<Handler<P>>,
+    invariants: Vec<Invariant<P>>,
+    initial: StateId,
+    nodes: Vec<Node>,
+    choice_pool: Vec<usize>,
+}
+
+/// Setting up failed: either the tool (an error) or the model's own code
+/// during initialisation (a violation with an empty trace).
+enum SetupFailure {
+    Error(CheckError),
+    Violation(ViolationRecord),
+}
+
+fn hex(fp: crate::memory::Fingerprint) -> String {
+    fp.to_string()
+}
+
+impl<'m, P: Process> Engine<'m, P> {
+    fn new(model: &'m Model<P>) -> Result<Self, SetupFailure> {
+        if model.count == 0 {
+            return Err(SetupFailure::Error(CheckError::Model(
+                "a model needs at least one process".into(),
+            )));
+        }
+        let handlers = P::handlers();
+        let mut names = HashSet::new();
+        for h in &handlers {
+            if !names.insert(h.name) {
+                return Err(SetupFailure::Error(CheckError::Model(format!(
+                    "two handlers are named `{}`: traces could not tell them apart",
+                    h.name
+                ))));
+            }
+        }
+        let mut mem = Memory::new(MemoryConfig::new().width(model.width));
+        let err = |e: std::io::Error| SetupFailure::Error(CheckError::Io(e));
+        let arenas: Vec<ArenaId> = (0..model.count)
+            .map(|i| mem.add_arena(format!("process {i}"), model.arena.clone()))
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        let env_arena = mem
+            .add_arena("environment", model.env_arena.clone())
+            .map_err(err)?;
+        let mut roots = Vec::with_capacity(model.count);
+        for (i, &arena) in arenas.iter().enumerate() {
+            let built = {
+                let _in = mem.enter(arena);
+                user_code(|| Box::into_raw(Box::new((model.init)(i))))
+            };
+            match built {
+                Ok(root) => roots.push(root),
+                Err((message, location)) => {
+                    return Err(SetupFailure::Violation(ViolationRecord {
+                        kind: ViolationKind::Panic,
+                        property: format!("initialisation of process {i}"),
+                        message,
+                        location: Some(location),
+                    }))
+                }
+            }
+        }
+        let env = {
+            let _in = mem.enter(env_arena);
+            match user_code(|| {
+                Box::into_raw(Box::new(Env::new(&model.network, P::Shared::default())))
+            }) {
+                Ok(env) => env,
+                Err((message, location)) => {
+                    return Err(SetupFailure::Violation(ViolationRecord {
+                        kind: ViolationKind::Panic,
+                        property: "initialisation of the shared variables".into(),
+                        message,
+                        location: Some(location),
+                    }))
+                }
+            }
+        };
+        if let Some(e) = mem.take_exhaustion() {
+            return Err(SetupFailure::Violation(ViolationRecord {
+                kind: ViolationKind::ArenaExhausted,
+                property: "initialisation".into(),
+                message: e.to_string(),
+                location: None,
+            }));
+        }
+        let initial = mem.capture();
+        Ok(Engine {
+            model,
+            mem,
+            arenas,
+            env_arena,
+            roots,
+            env,
+            handlers,
+            invariants: P::invariants(),
+            initial,
+            nodes: Vec::new(),
+            choice_pool: Vec::new(),
+        })
+    }
+
+    fn env(&self) -> &Env<P::Msg, P::Shared> {
+        // SAFETY: the environment root is live in every state.
+        unsafe { &*self.env }
+    }
+
+    fn world(&self) -> World<'_, P> {
+        World {
+            procs: &self.roots,
+            env: self.env(),
+        }
+    }
+
+    fn actor_name(&self, actor: usize) -> String {
+        if actor == ENV {
+            "environment".into()
+        } else {
+            format!("process {actor}")
+        }
+    }
+
+    fn handler_name(&self, e: Event) -> &'static str {
+        if e.actor == ENV {
+            ENV_EVENTS[e.handler]
+        } else {
+            self.handlers[e.handler].name
+        }
+    }
+
+    /// The enabled events of the loaded state, or the guard that panicked.
+    fn enabled(&self) -> Result<Vec<Event>, ViolationRecord> {
+        let env = self.env();
+        let _sys = system_scope();
+        let mut events = Vec::new();
+        for p in 0..self.roots.len() {
+            for (h, handler) in self.handlers.iter().enumerate() {
+                let on = match handler.trigger {
+                    Trigger::Always => true,
+                    Trigger::Timer(name) => env.timer_pending(p, name),
+                    Trigger::Guard(guard) => {
+                        let view = View {
+                            me: p,
+                            count: self.roots.len(),
+                            env,
+                        };
+                        // SAFETY: a live root of the loaded state.
+                        let proc = unsafe { &*self.roots[p] };
+                        user_code(|| guard(proc, &view)).map_err(|(message, location)| {
+                            ViolationRecord {
+                                kind: ViolationKind::Panic,
+                                property: format!("guard of {}", handler.name),
+                                message: format!("process {p}: {message}"),
+                                location: Some(location),
+                            }
+                        })?
+                    }
+                };
+                if on {
+                    events.push(Event {
+                        actor: p,
+                        handler: h,
+                    });
+                }
+            }
+        }
+        let net = &self.model.network;
+        if net.loss && !env.msgs.is_empty() {
+            events.push(Event {
+                actor: ENV,
+                handler: LOSE,
+            });
+        }
+        if net.duplication && !env.msgs.is_empty() && env.msgs.len() < net.capacity {
+            events.push(Event {
+                actor: ENV,
+                handler: DUPLICATE,
+            });
+        }
+        Ok(events)
+    }
+
+    /// Runs one event on the loaded state with a choice script.
+    fn run(&mut self, e: Event, script: Vec<usize>, describe: bool) -> Outcome {
+        begin_run(Run {
+            script,
+            describe,
+            ..Run::default()
+        });
+        crate::stack::scrub_stack(SCRUB_BYTES);
+        let panic = if e.actor == ENV {
+            self.run_environment(e.handler);
+            None
+        } else {
+            let handler = &self.handlers[e.handler];
+            if let Trigger::Timer(name) = handler.trigger {
+                // The expiry consumes the timer before the handler runs.
+                let _in = self.mem.enter(self.env_arena);
+                // SAFETY: the environment root is live; no other reference.
+                unsafe { (*self.env).cancel_timer(e.actor, name) };
+            }
+            let mut ctx = Ctx {
+                me: e.actor,
+                count: self.roots.len(),
+                env: self.env,
+                mem: &self.mem,
+                env_arena: self.env_arena,
+                net: &self.model.network,
+            };
+            let root = self.roots[e.actor];
+            let body = handler.body;
+            let _in = self.mem.enter(self.arenas[e.actor]);
+            // SAFETY: the root is a live object of the restored state and the
+            // handler has the only reference to it.
+            user_code(|| body(unsafe { &mut *root }, &mut ctx)).err()
+        };
+        let run = end_run();
+        Outcome {
+            taken: run.taken.iter().map(|&(v, _)| v).collect(),
+            ranges: run.taken,
+            panic,
+            model_error: run.model_error,
+            delivered: run.delivered,
+        }
+    }
+
+    fn run_environment(&mut self, event: usize) {
+        let distinct = {
+            let _sys = system_scope();
+            self.env().distinct()
+        };
+        let i = distinct[ctx::choice_internal(distinct.len())];
+        let _in = self.mem.enter(self.env_arena);
+        // SAFETY: the environment root is live; no other reference exists.
+        let env = unsafe { &mut *self.env };
+        if event == LOSE {
+            let lost = env.remove(i);
+            ctx::describe(|| {
+                format!(
+                    "{:?} from process {} to process {}",
+                    lost.msg, lost.from, lost.to
+                )
+            });
+        } else {
+            let (from, to, msg) = (
+                env.msgs[i].from as usize,
+                env.msgs[i].to as usize,
+                env.msgs[i].msg.clone(),
+            );
+            ctx::describe(|| format!("{msg:?} from process {from} to process {to}"));
+            env.insert(from, to, msg);
+        }
+    }
+
+    /// Checks the properties of the loaded state: per-process and global
+    /// invariants, and leaks when enabled.
+    fn check_state(&self) -> Option<ViolationRecord> {
+        let _sys = system_scope();
+        for (p, &root) in self.roots.iter().enumerate() {
+            // SAFETY: a live root of the loaded state.
+            let proc = unsafe { &*root };
+            for inv in &self.invariants {
+                match user_code(|| (inv.check)(proc)) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(message)) => {
+                        return Some(ViolationRecord {
+                            kind: ViolationKind::Invariant,
+                            property: inv.name.into(),
+                            message: format!("process {p}: {message}"),
+                            location: None,
+                        })
+                    }
+                    Err((message, location)) => {
+                        return Some(ViolationRecord {
+                            kind: ViolationKind::Panic,
+                            property: inv.name.into(),
+                            message: format!("process {p}: {message}"),
+                            location: Some(location),
+                        })
+                    }
+                }
+            }
+        }
+        let world = self.world();
+        for inv in &self.model.invariants {
+            match user_code(|| (inv.check)(&world)) {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => {
+                    return Some(ViolationRecord {
+                        kind: ViolationKind::Invariant,
+                        property: inv.name.into(),
+                        message,
+                        location: None,
+                    })
+                }
+                Err((message, location)) => {
+                    return Some(ViolationRecord {
+                        kind: ViolationKind::Panic,
+                        property: inv.name.into(),
+                        message,
+                        location: Some(location),
+                    })
+                }
+            }
+        }
+        if self.model.detect_leaks {
+            for (p, &arena) in self.arenas.iter().enumerate() {
+                if let Some((count, bytes)) = self.leaked(arena, self.roots[p] as *const u8) {
+                    return Some(ViolationRecord {
+                        kind: ViolationKind::Leak,
+                        property: format!("process {p}'s heap"),
+                        message: format!(
+                            "{count} object(s), {bytes} bytes, in process {p}'s arena are unreachable from its root"
+                        ),
+                        location: None,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Marks the arena's blocks reachable from `root` through aligned words
+    /// that point into live blocks (interior pointers included); returns the
+    /// number and bytes of the others, if any.
+    fn leaked(&self, arena: ArenaId, root: *const u8) -> Option<(usize, usize)> {
+        let blocks = self.mem.live_blocks(arena);
+        let find = |addr: usize| -> Option<usize> {
+            let i = blocks.partition_point(|&(start, _)| start as usize <= addr);
+            (i > 0 && addr < blocks[i - 1].0 as usize + blocks[i - 1].1).then(|| i - 1)
+        };
+        let mut marked = vec![false; blocks.len()];
+        let mut stack = Vec::new();
+        if let Some(i) = find(root as usize) {
+            marked[i] = true;
+            stack.push(i);
+        }
+        while let Some(i) = stack.pop() {
+            let (start, len) = blocks[i];
+            for off in (0..len.saturating_sub(7)).step_by(8) {
+                // SAFETY: the word lies inside a live block of the arena
+                // (blocks are 16-aligned), which is mapped and readable.
+                let word = unsafe { std::ptr::read_volatile(start.add(off) as *const usize) };
+                if let Some(j) = find(word) {
+                    if !marked[j] {
+                        marked[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        let (count, bytes) = blocks
+            .iter()
+            .zip(&marked)
+            .filter(|(_, &m)| !m)
+            .fold((0, 0), |(c, b), (&(_, len), _)| (c + 1, b + len));
+        (count > 0).then_some((count, bytes))
+    }
+
+    fn record_node(&mut self, parent: u32, e: Event, choices: &[usize]) -> u32 {
+        let id = u32::try_from(self.nodes.len()).expect("more than 2^32 states");
+        self.nodes.push(Node {
+            parent,
+            actor: if e.actor == ENV {
+                u32::MAX
+            } else {
+                e.actor as u32
+            },
+            handler: e.handler as u32,
+            choices_at: self.choice_pool.len() as u32,
+            choices_len: choices.len() as u32,
+        });
+        self.choice_pool.extend_from_slice(choices);
+        id
+    }
+
+    fn path(&self, mut node: u32) -> Vec<RawStep> {
+        let mut steps = Vec::new();
+        while node != NO_PARENT && self.nodes[node as usize].parent != NO_PARENT {
+            let n = self.nodes[node as usize];
+            let at = n.choices_at as usize;
+            steps.push(RawStep {
+                event: Event {
+                    actor: if n.actor == u32::MAX {
+                        ENV
+                    } else {
+                        n.actor as usize
+                    },
+                    handler: n.handler as usize,
+                },
+                choices: self.choice_pool[at..at + n.choices_len as usize].to_vec(),
+            });
+            node = n.parent;
+        }
+        steps.reverse();
+        steps
+    }
+
+    fn show(&self, actor: usize) -> Option<String> {
+        let show = self.model.debug?;
+        if actor == ENV {
+            return None;
+        }
+        let _sys = system_scope();
+        // SAFETY: a live root of the loaded state.
+        user_code(|| show(unsafe { &*self.roots[actor] })).ok()
+    }
+
+    /// Re-runs `steps` from the initial state to describe them.
+    fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        self.mem.restore(self.initial);
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            let before = self.show(step.event.actor);
+            let outcome = self.run(step.event, step.choices.clone(), true);
+            let (fingerprint, after) =
+                if outcome.panic.is_some() || self.mem.take_exhaustion().is_some() {
+                    (String::new(), None)
+                } else {
+                    let s = self.mem.capture();
+                    let fp = hex(self.mem.fingerprint(s));
+                    self.mem.release(s);
+                    (fp, self.show(step.event.actor))
+                };
+            out.push(Step {
+                process: (step.event.actor != ENV).then_some(step.event.actor),
+                actor: self.actor_name(step.event.actor),
+                handler: self.handler_name(step.event).into(),
+                choices: step.choices.clone(),
+                message: outcome.delivered,
+                fingerprint,
+                before,
+                after,
+            });
+        }
+        Trace {
+            version: TRACE_VERSION,
+            model: self.model.name.clone(),
+            fingerprint_bits: if self.model.width == FingerprintWidth::Bits128 {
+                128
+            } else {
+                64
+            },
+            initial_fingerprint: hex(self.mem.fingerprint(self.initial)),
+            steps: out,
+            violation: Some(record),
+        }
+    }
+}
+
+/// The next choice script after a run that made `taken` (value, range)
+/// choices: the odometer advanced at its last position that can move.
+fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let i = taken.iter().rposition(|&(v, n)| v + 1 < n)?;
+    let mut script: Vec<usize> = taken[..i].iter().map(|&(v, _)| v).collect();
+    script.push(taken[i].0 + 1);
+    Some(script)
+}
+
+/// A search in progress.
+struct Search<'e, 'm, P: Process> {
+    engine: &'e mut Engine<'m, P>,
+    visited: Visited,
+    frontier: Frontier,
+    stats: Stats,
+    bounded: bool,
+    violations: Vec<Violation>,
+    seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
+    start: Instant,
+}
+
+impl<P: Process> Search<'_, '_, P> {
+    fn stop_requested(&mut self) -> bool {
+        let b = &self.engine.model.bounds;
+        if b.max_states.is_some_and(|m| self.stats.unique >= m as u64)
+            || b.time_limit.is_some_and(|t| self.start.elapsed() >= t)
+        {
+            self.bounded = true;
+            return true;
+        }
+        !self.violations.is_empty() && !self.engine.model.keep_going
+    }
+
+    fn report(&mut self, steps: Vec<RawStep>, record: ViolationRecord) {
+        let key = (
+            record.kind,
+            record.property.clone(),
+            record.location.clone(),
+        );
+        if !self.seen_violations.insert(key) {
+            return;
+        }
+        let trace = self.engine.build_trace(&steps, record.clone());
+        self.violations.push(Violation { record, trace });
+    }
+
+    fn run(&mut self) {
+        let initial = self.engine.initial;
+        let root = self.engine.record_node(
+            NO_PARENT,
+            Event {
+                actor: ENV,
+                handler: 0,
+            },
+            &[],
+        );
+        self.visited.insert(self.engine.mem.fingerprint(initial));
+        self.stats.unique = 1;
+        if let Some(record) = self.engine.check_state() {
+            self.report(Vec::new(), record);
+            return;
+        }
+        self.engine.mem.retain(initial);
+        let priority = self.priority();
+        self.frontier.push(
+            Item {
+                node: root,
+                state: initial,
+                depth: 0,
+            },
+            priority,
+        );
+        while !self.stop_requested() {
+            let Some(item) = self.frontier.pop() else {
+                break;
+            };
+            self.expand(&item);
+            self.engine.mem.release(item.state);
+        }
+        while let Some(item) = self.frontier.pop() {
+            self.engine.mem.release(item.state);
+        }
+    }
+
+    fn priority(&self) -> i64 {
+        match &self.engine.model.priority {
+            Some(f) => {
+                let _sys = system_scope();
+                f(&self.engine.world())
+            }
+            None => 0,
+        }
+    }
+
+    fn expand(&mut self, item: &Item) {
+        let e = &mut *self.engine;
+        e.mem.restore(item.state);
+        let events = match e.enabled() {
+            Ok(events) => events,
+            Err(record) => {
+                let steps = e.path(item.node);
+                self.report(steps, record);
+                return;
+            }
+        };
+        if events.is_empty() {
+            if !e.model.quiescence_ok {
+                let steps = e.path(item.node);
+                self.report(
+                    steps,
+                    ViolationRecord {
+                        kind: ViolationKind::Deadlock,
+                        property: "deadlock".into(),
+                        message: "no handler is enabled in any process".into(),
+                        location: None,
+                    },
+                );
+            }
+            return;
+        }
+        if e.model.bounds.max_depth.is_some_and(|d| item.depth >= d) {
+            self.bounded = true;
+            return;
+        }
+        for event in events {
+            let mut script = Vec::new();
+            loop {
+                if self.stop_requested() {
+                    return;
+                }
+                self.engine.mem.restore(item.state);
+                let ranges = self.transition(item, event, script);
+                match next_script(&ranges) {
+                    Some(next) => script = next,
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Runs one transition from `item` and handles its successor; returns
+    /// the choices it made as (value, range).
+    fn transition(&mut self, item: &Item, event: Event, script: Vec<usize>) -> Vec<(usize, usize)> {
+        let e = &mut *self.engine;
+        let outcome = e.run(event, script, false);
+        let ranges = outcome.ranges.clone();
+        self.stats.transitions += 1;
+        let step = RawStep {
+            event,
+            choices: outcome.taken.clone(),
+        };
+        let handler = e.handler_name(event).to_string();
+        let fail = |kind, message: String, location| ViolationRecord {
+            kind,
+            property: handler.clone(),
+            message,
+            location,
+        };
+        let violation = if let Some((message, location)) = outcome.panic {
+            Some(fail(
+                ViolationKind::Panic,
+                format!("{}: {message}", e.actor_name(event.actor)),
+                Some(location),
+            ))
+        } else if let Some(x) = e.mem.take_exhaustion() {
+            Some(fail(ViolationKind::ArenaExhausted, x.to_string(), None))
+        } else {
+            outcome
+                .model_error
+                .map(|m| fail(ViolationKind::ModelError, m, None))
+        };
+        if let Some(record) = violation {
+            let mut steps = e.path(item.node);
+            steps.push(step);
+            self.report(steps, record);
+            return ranges;
+        }
+        let succ = e.mem.capture();
+        self.stats.generated += 1;
+        if e.model.check_determinism {
+            let fp = e.mem.fingerprint(succ);
+            e.mem.restore(item.state);
+            let again = e.run(event, outcome.taken.clone(), false);
+            let differs = again.panic.is_some() || e.mem.take_exhaustion().is_some() || {
+                let s2 = e.mem.capture();
+                let same = e.mem.fingerprint(s2) == fp;
+                e.mem.release(s2);
+                !same
+            };
+            if differs {
+                let message = format!(
+                    "{}'s handler gave different successors when run twice from the same state",
+                    e.actor_name(event.actor)
+                );
+                let mut steps = e.path(item.node);
+                steps.push(step);
+                e.mem.release(succ);
+                self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
+                return ranges;
+            }
+            e.mem.restore(succ);
+        }
+        let fp = e.mem.fingerprint(succ);
+        if !self.visited.insert(fp) {
+            e.mem.release(succ);
+            return ranges;
+        }
+        if let Some(prune) = &e.model.prune {
+            let pruned = {
+                let _sys = system_scope();
+                prune(&e.world())
+            };
+            if pruned {
+                self.stats.pruned += 1;
+                e.mem.release(succ);
+                return ranges;
+            }
+        }
+        self.stats.unique += 1;
+        let depth = item.depth + 1;
+        self.stats.max_depth = self.stats.max_depth.max(depth);
+        let node = e.record_node(item.node, event, &outcome.taken);
+        if let Some(record) = e.check_state() {
+            e.mem.release(succ);
+            let steps = e.path(node);
+            self.report(steps, record);
+            return ranges;
+        }
+        let priority = self.priority();
+        self.frontier.push(
+            Item {
+                node,
+                state: succ,
+                depth,
+            },
+            priority,
+        );
+        self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
+        ranges
+    }
+}
+
+/// Checks a model.
+pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    let mut engine = match Engine::new(model) {
+        Ok(engine) => engine,
+        Err(SetupFailure::Error(e)) => return Err(e),
+        Err(SetupFailure::Violation(record)) => {
+            let trace = Trace {
+                version: TRACE_VERSION,
+                model: model.name.clone(),
+                fingerprint_bits: if model.width == FingerprintWidth::Bits128 {
+                    128
+                } else {
+                    64
+                },
+                initial_fingerprint: String::new(),
+                steps: Vec::new(),
+                violation: Some(record.clone()),
+            };
+            return Ok(CheckResult {
+                model: model.name.clone(),
+                verdict: Verdict::Violation,
+                violations: vec![Violation { record, trace }],
+                stats: Stats {
+                    elapsed: start.elapsed(),
+                    ..Stats::default()
+                },
+            });
+        }
+    };
+    let mut search = Search {
+        visited: Visited::new(model.width),
+        frontier: Frontier::new(model.strategy, model.seed),
+        stats: Stats::default(),
+        bounded: false,
+        violations: Vec::new(),
+        seen_violations: HashSet::new(),
+        start,
+        engine: &mut engine,
+    };
+    search.run();
+    let mut stats = search.stats;
+    let mem_stats = search.engine.mem.stats();
+    stats.pages = mem_stats.pages;
+    stats.page_bytes = mem_stats.page_bytes;
+    stats.elapsed = start.elapsed();
+    let verdict = if !search.violations.is_empty() {
+        Verdict::Violation
+    } else if search.bounded {
+        Verdict::Bounded
+    } else {
+        Verdict::Pass
+    };
+    Ok(CheckResult {
+        model: model.name.clone(),
+        verdict,
+        violations: search.violations,
+        stats,
+    })
+}
+
+/// What replaying a trace showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplayOutcome {
+    /// Every step matched its fingerprint and the final state has this
+    /// violation.
+    Reproduced(ViolationRecord),
+    /// Every step matched, but the final state violates nothing.
+    NoViolation,
+    /// Step `step` (1-based) produced a different state than recorded:
+    /// hidden nondeterminism in `handler`.
+    Diverged {
+        /// The step number, from 1.
+        step: usize,
+        /// The handler that ran at that step.
+        handler: String,
+        /// What differed.
+        message: String,
+    },
+}
+
+/// Replays a trace on a fresh copy of the model.
+pub(crate) fn replay<P: Process>(
+    model: &Model<P>,
+    trace: &Trace,
+) -> Result<ReplayOutcome, CheckError> {
+    if trace.model != model.name {
+        return Err(CheckError::Trace(format!(
+            "it is a trace of `{}`, not of `{}`",
+            trace.model, model.name
+        )));
+    }
+    let mut e = match Engine::new(model) {
+        Ok(e) => e,
+        Err(SetupFailure::Error(err)) => return Err(err),
+        Err(SetupFailure::Violation(record)) => return Ok(ReplayOutcome::Reproduced(record)),
+    };
+    let initial = hex(e.mem.fingerprint(e.initial));
+    if !trace.initial_fingerprint.is_empty() && initial != trace.initial_fingerprint {
+        return Ok(ReplayOutcome::Diverged {
+            step: 0,
+            handler: "initialisation".into(),
+            message: format!(
+                "the initial state's fingerprint is {initial}, the trace recorded {}",
+                trace.initial_fingerprint
+            ),
+        });
+    }
+    let count = e.roots.len();
+    for (k, step) in trace.steps.iter().enumerate() {
+        let actor = match step.process {
+            Some(p) if p < count => p,
+            Some(p) => {
+                return Err(CheckError::Trace(format!(
+                    "step {} names process {p} of {count}",
+                    k + 1
+                )))
+            }
+            None => ENV,
+        };
+        let handler = if actor == ENV {
+            ENV_EVENTS.iter().position(|&n| n == step.handler)
+        } else {
+            e.handlers.iter().position(|h| h.name == step.handler)
+        }
+        .ok_or_else(|| {
+            CheckError::Trace(format!("step {}: no handler `{}`", k + 1, step.handler))
+        })?;
+        let event = Event { actor, handler };
+        let enabled = match e.enabled() {
+            Ok(events) => events,
+            Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
+        };
+        if !enabled.contains(&event) {
+            return Ok(ReplayOutcome::Diverged {
+                step: k + 1,
+                handler: step.handler.clone(),
+                message: format!(
+                    "{} of {} is not enabled at this step",
+                    step.handler, step.actor
+                ),
+            });
+        }
+        let outcome = e.run(event, step.choices.clone(), false);
+        let name = e.handler_name(event).to_string();
+        if let Some((message, location)) = outcome.panic {
+            return Ok(ReplayOutcome::Reproduced(ViolationRecord {
+                kind: ViolationKind::Panic,
+                property: name,
+                message: format!("{}: {message}", e.actor_name(actor)),
+                location: Some(location),
+            }));
+        }
+        if let Some(x) = e.mem.take_exhaustion() {
+            return Ok(ReplayOutcome::Reproduced(ViolationRecord {
+                kind: ViolationKind::ArenaExhausted,
+                property: name,
+                message: x.to_string(),
+                location: None,
+            }));
+        }
+        if let Some(m) = outcome.model_error {
+            return Ok(ReplayOutcome::Reproduced(ViolationRecord {
+                kind: ViolationKind::ModelError,
+                property: name,
+                message: m,
+                location: None,
+            }));
+        }
+        let s = e.mem.capture();
+        let fp = hex(e.mem.fingerprint(s));
+        e.mem.release(s);
+        if !step.fingerprint.is_empty() && fp != step.fingerprint {
+            return Ok(ReplayOutcome::Diverged {
+                step: k + 1,
+                handler: name.clone(),
+                message: format!(
+                    "hidden nondeterminism in {name} of {} at step {}: the state's fingerprint is {fp}, the trace recorded {}",
+                    step.actor,
+                    k + 1,
+                    step.fingerprint
+                ),
+            });
+        }
+    }
+    if let Some(record) = e.check_state() {
+        return Ok(ReplayOutcome::Reproduced(record));
+    }
+    match e.enabled() {
+        Err(record) => Ok(ReplayOutcome::Reproduced(record)),
+        Ok(events) if events.is_empty() && !model.quiescence_ok => {
+            Ok(ReplayOutcome::Reproduced(ViolationRecord {
+                kind: ViolationKind::Deadlock,
+                property: "deadlock".into(),
+                message: "no handler is enabled in any process".into(),
+                location: None,
+            }))
+        }
+        Ok(_) => Ok(ReplayOutcome::NoViolation),
+    }
+}

@@ -1,0 +1,500 @@
+//! What a user describes: process types with their handler tables, global
+//! invariants, the environment's configuration, bounds and search options.
+//!
+//! Everything here is usable by hand; the attribute macros generate exactly
+//! these tables.
+
+use std::fmt;
+use std::hash::Hash;
+use std::time::Duration;
+
+use crate::ctx::{Ctx, View};
+use crate::memory::FingerprintWidth;
+use crate::world::World;
+use crate::ArenaConfig;
+
+/// What travels over the model's network. Messages are copied into the
+/// environment's arena when sent and into the receiver's arena when
+/// delivered (so each arena owns all its objects); `Hash` and `Eq` keep the
+/// set of in-flight messages in a canonical order; `Debug` shows them in
+/// traces.
+pub trait Message: Clone + fmt::Debug + Hash + Eq + 'static {}
+
+impl<T: Clone + fmt::Debug + Hash + Eq + 'static> Message for T {}
+
+/// A process type: its handlers and invariants. Its state is captured from
+/// memory, so it needs no `Clone`, `Hash`, `Eq` or `Serialize`.
+///
+/// `#[cmc::process]` implements this trait; it can also be written by hand.
+pub trait Process: Sized + 'static {
+    /// The messages processes of this type exchange (`()` when none).
+    type Msg: Message;
+
+    /// Variables shared by all processes (`()` when none). They live in the
+    /// environment's arena; handlers read them with [`Ctx::shared`] and
+    /// change them with [`Ctx::with_shared`].
+    type Shared: Default + 'static;
+
+    /// The handler table, in the order the search tries handlers.
+    fn handlers() -> Vec<Handler<Self>>;
+
+    /// Invariants checked on every process of this type in every new state.
+    fn invariants() -> Vec<Invariant<Self>> {
+        Vec::new()
+    }
+}
+
+/// The body of a handler.
+pub type Body<P> = fn(&mut P, &mut Ctx<'_, P>);
+/// A guard: the handler may run in a state only when it returns true.
+pub type Guard<P> = fn(&P, &View<'_, P>) -> bool;
+
+/// When a handler is enabled.
+pub enum Trigger<P: Process> {
+    /// In every state.
+    Always,
+    /// When the guard holds.
+    Guard(Guard<P>),
+    /// When the process's timer of this name is pending: running the
+    /// handler is the timer's expiry (the timer is cancelled first).
+    Timer(&'static str),
+}
+
+impl<P: Process> Clone for Trigger<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P: Process> Copy for Trigger<P> {}
+
+impl<P: Process> fmt::Debug for Trigger<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trigger::Always => f.write_str("Always"),
+            Trigger::Guard(_) => f.write_str("Guard"),
+            Trigger::Timer(t) => write!(f, "Timer({t:?})"),
+        }
+    }
+}
+
+/// One entry of a handler table.
+pub struct Handler<P: Process> {
+    /// The name traces show (the method name, for generated tables).
+    pub name: &'static str,
+    /// When it is enabled.
+    pub trigger: Trigger<P>,
+    /// What it does.
+    pub body: Body<P>,
+}
+
+impl<P: Process> Handler<P> {
+    /// A handler enabled in every state.
+    pub fn new(name: &'static str, body: Body<P>) -> Self {
+        Handler {
+            name,
+            trigger: Trigger::Always,
+            body,
+        }
+    }
+
+    /// Enables the handler only where `guard` holds.
+    pub fn guard(mut self, guard: Guard<P>) -> Self {
+        self.trigger = Trigger::Guard(guard);
+        self
+    }
+
+    /// Makes the handler the expiry of the timer `name`.
+    pub fn on_timer(mut self, name: &'static str) -> Self {
+        self.trigger = Trigger::Timer(name);
+        self
+    }
+}
+
+impl<P: Process> Clone for Handler<P> {
+    fn clone(&self) -> Self {
+        Handler {
+            name: self.name,
+            trigger: self.trigger,
+            body: self.body,
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for Handler<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handler")
+            .field("name", &self.name)
+            .field("trigger", &self.trigger)
+            .finish()
+    }
+}
+
+/// What an invariant returns: `Err(message)` when it is violated.
+pub type Check = Result<(), String>;
+
+/// A per-process invariant.
+pub struct Invariant<P> {
+    /// Its name in reports.
+    pub name: &'static str,
+    /// The check.
+    pub check: fn(&P) -> Check,
+}
+
+impl<P> Invariant<P> {
+    /// An invariant named `name`.
+    pub fn new(name: &'static str, check: fn(&P) -> Check) -> Self {
+        Invariant { name, check }
+    }
+}
+
+impl<P> Clone for Invariant<P> {
+    fn clone(&self) -> Self {
+        Invariant {
+            name: self.name,
+            check: self.check,
+        }
+    }
+}
+
+impl<P> fmt::Debug for Invariant<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Invariant")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// A global invariant: sees every process and the environment.
+pub struct GlobalInvariant<P: Process> {
+    /// Its name in reports.
+    pub name: &'static str,
+    /// The check.
+    pub check: fn(&World<'_, P>) -> Check,
+}
+
+impl<P: Process> GlobalInvariant<P> {
+    /// A global invariant named `name`.
+    pub fn new(name: &'static str, check: fn(&World<'_, P>) -> Check) -> Self {
+        GlobalInvariant { name, check }
+    }
+}
+
+impl<P: Process> Clone for GlobalInvariant<P> {
+    fn clone(&self) -> Self {
+        GlobalInvariant {
+            name: self.name,
+            check: self.check,
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for GlobalInvariant<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GlobalInvariant")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// What a send does when the network already holds its bound of messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnFull {
+    /// The message is silently lost, as a congested network drops packets
+    /// (the default).
+    #[default]
+    Drop,
+    /// `send` returns `Err(SendError::Full)`: the code must handle it.
+    Error,
+    /// Reaching the bound is a model error reported as a violation.
+    Violation,
+}
+
+/// The network of the model: a bounded multiset of in-flight messages.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct NetworkConfig {
+    /// The most messages in flight at once.
+    pub capacity: usize,
+    /// Whether any in-flight message may be lost (an environment event).
+    pub loss: bool,
+    /// Whether any in-flight message may be duplicated (an environment
+    /// event, within the capacity).
+    pub duplication: bool,
+    /// Whether each link (sender, receiver) delivers in order; otherwise any
+    /// pending message can be delivered next.
+    pub fifo: bool,
+    /// Whether every send may fail nondeterministically (`Err(SendError::Failed)`).
+    pub send_failure: bool,
+    /// What a send does at the capacity.
+    pub on_full: OnFull,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            capacity: 4,
+            loss: false,
+            duplication: false,
+            fifo: false,
+            send_failure: false,
+            on_full: OnFull::Drop,
+        }
+    }
+}
+
+impl NetworkConfig {
+    /// A reliable, unordered network of capacity 4.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the capacity.
+    pub fn capacity(mut self, n: usize) -> Self {
+        self.capacity = n;
+        self
+    }
+
+    /// Lets the environment lose messages.
+    pub fn lossy(mut self, yes: bool) -> Self {
+        self.loss = yes;
+        self
+    }
+
+    /// Lets the environment duplicate messages.
+    pub fn duplicating(mut self, yes: bool) -> Self {
+        self.duplication = yes;
+        self
+    }
+
+    /// Makes every link deliver in order.
+    pub fn fifo(mut self, yes: bool) -> Self {
+        self.fifo = yes;
+        self
+    }
+
+    /// Lets every send fail nondeterministically.
+    pub fn send_failure(mut self, yes: bool) -> Self {
+        self.send_failure = yes;
+        self
+    }
+
+    /// Sets what a send does at the capacity.
+    pub fn on_full(mut self, on_full: OnFull) -> Self {
+        self.on_full = on_full;
+        self
+    }
+}
+
+/// The order in which states are explored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// Depth-first (the default): little memory, long traces.
+    #[default]
+    Dfs,
+    /// Breadth-first: the first violation found has a shortest trace.
+    Bfs,
+    /// Random order, reproducible from the seed.
+    Random,
+    /// Highest priority first (see [`Model::priority`]); ties in the order
+    /// states were found.
+    BestFirst,
+}
+
+/// The search limits.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Bounds {
+    /// States at this depth are not expanded.
+    pub max_depth: Option<usize>,
+    /// The search stops after this many unique states.
+    pub max_states: Option<usize>,
+    /// The search stops after this long.
+    pub time_limit: Option<Duration>,
+}
+
+type Pred<P> = Box<dyn Fn(&World<'_, P>) -> bool>;
+type Priority<P> = Box<dyn Fn(&World<'_, P>) -> i64>;
+
+/// A model: processes, environment, properties, bounds and search options.
+pub struct Model<P: Process> {
+    pub(crate) name: String,
+    pub(crate) count: usize,
+    pub(crate) init: Box<dyn Fn(usize) -> P>,
+    pub(crate) network: NetworkConfig,
+    pub(crate) invariants: Vec<GlobalInvariant<P>>,
+    pub(crate) bounds: Bounds,
+    pub(crate) prune: Option<Pred<P>>,
+    pub(crate) priority: Option<Priority<P>>,
+    pub(crate) quiescence_ok: bool,
+    pub(crate) width: FingerprintWidth,
+    pub(crate) strategy: Strategy,
+    pub(crate) seed: u64,
+    pub(crate) keep_going: bool,
+    pub(crate) check_determinism: bool,
+    pub(crate) detect_leaks: bool,
+    pub(crate) arena: ArenaConfig,
+    pub(crate) env_arena: ArenaConfig,
+    pub(crate) debug: Option<fn(&P) -> String>,
+}
+
+impl<P: Process> fmt::Debug for Model<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model")
+            .field("name", &self.name)
+            .field("processes", &self.count)
+            .field("network", &self.network)
+            .field("bounds", &self.bounds)
+            .field("strategy", &self.strategy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Process> Model<P> {
+    /// A model named `name` (its full path, for registered models) with
+    /// `count` processes; process `i` is built by `init(i)` inside its own
+    /// arena.
+    pub fn new(name: impl Into<String>, count: usize, init: impl Fn(usize) -> P + 'static) -> Self {
+        Model {
+            name: name.into(),
+            count,
+            init: Box::new(init),
+            network: NetworkConfig::default(),
+            invariants: Vec::new(),
+            bounds: Bounds::default(),
+            prune: None,
+            priority: None,
+            quiescence_ok: false,
+            width: FingerprintWidth::Bits64,
+            strategy: Strategy::Dfs,
+            seed: 0,
+            keep_going: false,
+            check_determinism: false,
+            detect_leaks: false,
+            arena: ArenaConfig::default(),
+            env_arena: ArenaConfig::default(),
+            debug: None,
+        }
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Configures the network.
+    pub fn network(mut self, network: NetworkConfig) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Adds a global invariant.
+    pub fn invariant(mut self, name: &'static str, check: fn(&World<'_, P>) -> Check) -> Self {
+        self.invariants.push(GlobalInvariant::new(name, check));
+        self
+    }
+
+    /// Limits the depth.
+    pub fn max_depth(mut self, depth: usize) -> Self {
+        self.bounds.max_depth = Some(depth);
+        self
+    }
+
+    /// Limits the number of unique states.
+    pub fn max_states(mut self, states: usize) -> Self {
+        self.bounds.max_states = Some(states);
+        self
+    }
+
+    /// Limits the running time.
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.bounds.time_limit = Some(limit);
+        self
+    }
+
+    /// States where `prune` returns true are outside the model (a value bound
+    /// such as "sequence numbers ≤ 5"): they are neither stored nor explored.
+    pub fn prune(mut self, prune: impl Fn(&World<'_, P>) -> bool + 'static) -> Self {
+        self.prune = Some(Box::new(prune));
+        self
+    }
+
+    /// The priority for [`Strategy::BestFirst`] (higher first).
+    pub fn priority(mut self, priority: impl Fn(&World<'_, P>) -> i64 + 'static) -> Self {
+        self.priority = Some(Box::new(priority));
+        self
+    }
+
+    /// Whether a state where no handler is enabled is acceptable quiescence
+    /// (true) or a deadlock (false, the default).
+    pub fn quiescence_ok(mut self, ok: bool) -> Self {
+        self.quiescence_ok = ok;
+        self
+    }
+
+    /// Sets the fingerprint width.
+    pub fn fingerprint_width(mut self, width: FingerprintWidth) -> Self {
+        self.width = width;
+        self
+    }
+
+    /// Sets the search strategy.
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Sets the seed of [`Strategy::Random`].
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Keeps searching after a violation, collecting distinct violations
+    /// (by kind and property or location).
+    pub fn keep_going(mut self, yes: bool) -> Self {
+        self.keep_going = yes;
+        self
+    }
+
+    /// Runs every transition twice and reports the first handler whose
+    /// successor differs (hidden nondeterminism).
+    pub fn check_determinism(mut self, yes: bool) -> Self {
+        self.check_determinism = yes;
+        self
+    }
+
+    /// Reports objects in a process's arena that are unreachable from its
+    /// root after a transition (a conservative mark from the root).
+    pub fn detect_leaks(mut self, yes: bool) -> Self {
+        self.detect_leaks = yes;
+        self
+    }
+
+    /// Configures every process arena (reservation, tracking).
+    pub fn process_arena(mut self, config: ArenaConfig) -> Self {
+        self.arena = config;
+        self
+    }
+
+    /// Configures the environment's arena.
+    pub fn environment_arena(mut self, config: ArenaConfig) -> Self {
+        self.env_arena = config;
+        self
+    }
+
+    /// Shows each process's state in traces with `show`.
+    pub fn debug_with(mut self, show: fn(&P) -> String) -> Self {
+        self.debug = Some(show);
+        self
+    }
+}
+
+impl<P: Process + fmt::Debug> Model<P> {
+    /// Shows each process's state in traces with its `Debug` (pretty).
+    pub fn debug_states(self) -> Self {
+        self.debug_with(|p| format!("{p:#?}"))
+    }
+}

@@ -1,0 +1,277 @@
+//! Results of a check: violations with their traces, statistics, verdicts.
+//! Traces are saved and loaded as versioned JSON.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the trace format this cmc writes and reads.
+pub const TRACE_VERSION: u32 = 1;
+
+/// What kind of property was violated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// A handler, guard or invariant panicked.
+    Panic,
+    /// A per-process or global invariant failed.
+    Invariant,
+    /// No handler was enabled anywhere.
+    Deadlock,
+    /// User code crashed the checker (segfault, abort, stack overflow).
+    Crash,
+    /// A process's arena ran out of its reservation.
+    ArenaExhausted,
+    /// Objects unreachable from a process's root after a transition.
+    Leak,
+    /// The same transition from the same state gave different successors.
+    Nondeterminism,
+    /// The environment's own rules were broken (the network bound).
+    ModelError,
+}
+
+impl ViolationKind {
+    /// The name used in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViolationKind::Panic => "panic",
+            ViolationKind::Invariant => "invariant",
+            ViolationKind::Deadlock => "deadlock",
+            ViolationKind::Crash => "crash",
+            ViolationKind::ArenaExhausted => "arena_exhausted",
+            ViolationKind::Leak => "leak",
+            ViolationKind::Nondeterminism => "nondeterminism",
+            ViolationKind::ModelError => "model_error",
+        }
+    }
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One step of a trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The process that ran, or `None` for an environment event.
+    pub process: Option<usize>,
+    /// The process's (or the environment's) name.
+    pub actor: String,
+    /// The handler (or environment event: "lose message", "duplicate message").
+    pub handler: String,
+    /// The choice values, in the order they were made.
+    pub choices: Vec<usize>,
+    /// The message delivered by this step, described, if any.
+    pub message: Option<String>,
+    /// The fingerprint of the state after this step (hex).
+    pub fingerprint: String,
+    /// The acting process's state before the step (`Debug`), when shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// The acting process's state after the step (`Debug`), when shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// The property a trace violates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViolationRecord {
+    /// Its kind.
+    pub kind: ViolationKind,
+    /// The invariant's name, or the handler that panicked or crashed, or
+    /// "deadlock".
+    pub property: String,
+    /// What went wrong.
+    pub message: String,
+    /// Where, for panics ("file:line:column").
+    pub location: Option<String>,
+}
+
+impl fmt::Display for ViolationRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} violated: {}: {}",
+            self.kind, self.property, self.message
+        )?;
+        if let Some(location) = &self.location {
+            write!(f, " (at {location})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A sequence of steps from the initial state, with the violation it leads to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    /// The format version ([`TRACE_VERSION`]).
+    pub version: u32,
+    /// The model's name.
+    pub model: String,
+    /// The fingerprint width, 64 or 128.
+    pub fingerprint_bits: u32,
+    /// The fingerprint of the initial state (hex).
+    pub initial_fingerprint: String,
+    /// The steps.
+    pub steps: Vec<Step>,
+    /// The violation at the end of the steps.
+    pub violation: Option<ViolationRecord>,
+}
+
+impl Trace {
+    /// The trace as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a trace always serialises")
+    }
+
+    /// Reads a trace, checking its version.
+    pub fn from_json(text: &str) -> Result<Trace, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not a cmc trace: {e}"))?;
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(TRACE_VERSION) => {}
+            Some(v) => {
+                return Err(format!("trace format version {v} is not supported (this cmc reads version {TRACE_VERSION})"))
+            }
+            None => return Err("not a cmc trace: no \"version\" field".into()),
+        }
+        serde_json::from_value(value).map_err(|e| format!("not a cmc trace: {e}"))
+    }
+}
+
+impl fmt::Display for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "trace of {} ({} steps):", self.model, self.steps.len())?;
+        for (i, step) in self.steps.iter().enumerate() {
+            write!(f, "  {:>3}. {} {}", i + 1, step.actor, step.handler)?;
+            if !step.choices.is_empty() {
+                write!(f, " choices={:?}", step.choices)?;
+            }
+            if let Some(m) = &step.message {
+                write!(f, " delivers {m}")?;
+            }
+            writeln!(f)?;
+            if let Some(before) = &step.before {
+                writeln!(
+                    f,
+                    "       before: {}",
+                    before.replace('\n', "\n               ")
+                )?;
+            }
+            if let Some(after) = &step.after {
+                writeln!(
+                    f,
+                    "       after:  {}",
+                    after.replace('\n', "\n               ")
+                )?;
+            }
+        }
+        if let Some(v) = &self.violation {
+            writeln!(f, "  {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A violation found by a check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// What was violated.
+    pub record: ViolationRecord,
+    /// How to get there.
+    pub trace: Trace,
+}
+
+impl fmt::Display for Violation {
+    /// The trace, which ends with the violated property.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.trace)
+    }
+}
+
+/// How a check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The whole bounded state space was explored without violation.
+    Pass,
+    /// A limit (depth, states, time) stopped the search first.
+    Bounded,
+    /// At least one violation was found.
+    Violation,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Pass => "pass",
+            Verdict::Bounded => "bounded",
+            Verdict::Violation => "violation",
+        })
+    }
+}
+
+/// What a search did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Successor states generated (handler runs that produced a state).
+    pub generated: u64,
+    /// Distinct states stored (the initial state included, pruned states
+    /// excluded).
+    pub unique: u64,
+    /// Transitions executed (every handler run, including those that
+    /// panicked).
+    pub transitions: u64,
+    /// The deepest state stored.
+    pub max_depth: usize,
+    /// The largest frontier.
+    pub peak_frontier: usize,
+    /// States outside the model's value bounds (`prune`).
+    pub pruned: u64,
+    /// Distinct pages in the page store at the end.
+    pub pages: usize,
+    /// Bytes of page contents at the end.
+    pub page_bytes: usize,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
+impl Stats {
+    /// Unique states per second.
+    pub fn states_per_second(&self) -> f64 {
+        self.unique as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The result of checking a model.
+#[derive(Clone, Debug)]
+pub struct CheckResult {
+    /// The model's name.
+    pub model: String,
+    /// How it ended.
+    pub verdict: Verdict,
+    /// The violations found (at most one unless keep-going).
+    pub violations: Vec<Violation>,
+    /// Statistics.
+    pub stats: Stats,
+}
+
+impl CheckResult {
+    /// The one-line summary `cmc: <model> <verdict> unique=… transitions=… depth=… time=…s`.
+    pub fn summary(&self) -> String {
+        format!(
+            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s",
+            self.model,
+            self.verdict,
+            self.stats.unique,
+            self.stats.transitions,
+            self.stats.max_depth,
+            self.stats.elapsed.as_secs_f64()
+        )
+    }
+}
