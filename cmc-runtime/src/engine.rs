@@ -12,6 +12,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::ctx::{self, begin_run, end_run, system_scope, user_code, Ctx, Run, View};
 use crate::env::Env;
+use crate::isolate::{self, ChildEnd};
 use crate::memory::{ArenaId, FingerprintWidth, Memory, MemoryConfig, StateId};
 use crate::model::{Handler, Invariant, Model, Process, Strategy, Trigger};
 use crate::trace::{
@@ -40,6 +41,8 @@ pub enum CheckError {
     Io(std::io::Error),
     /// A trace does not fit the model.
     Trace(String),
+    /// The child process of an isolated check failed without a result.
+    Isolation(String),
 }
 
 impl fmt::Display for CheckError {
@@ -48,6 +51,7 @@ impl fmt::Display for CheckError {
             CheckError::Model(m) => write!(f, "invalid model: {m}"),
             CheckError::Io(e) => write!(f, "{e}"),
             CheckError::Trace(m) => write!(f, "the trace does not fit the model: {m}"),
+            CheckError::Isolation(m) => write!(f, "the checking process failed: {m}"),
         }
     }
 }
@@ -72,6 +76,54 @@ struct Event {
 struct RawStep {
     event: Event,
     choices: Vec<usize>,
+}
+
+/// Encodes steps for the crash log: the count, then per step the actor
+/// (`u64::MAX` for the environment), the handler, the number of choices and
+/// the choices.
+fn encode(steps: &[RawStep], extra: Option<(Event, &[usize])>) -> Vec<u64> {
+    let mut out = vec![(steps.len() + usize::from(extra.is_some())) as u64];
+    let mut push = |e: Event, choices: &[usize]| {
+        out.push(if e.actor == ENV {
+            u64::MAX
+        } else {
+            e.actor as u64
+        });
+        out.push(e.handler as u64);
+        out.push(choices.len() as u64);
+        out.extend(choices.iter().map(|&c| c as u64));
+    };
+    for s in steps {
+        push(s.event, &s.choices);
+    }
+    if let Some((e, choices)) = extra {
+        push(e, choices);
+    }
+    out
+}
+
+fn decode(words: &[u64]) -> Option<Vec<RawStep>> {
+    let mut it = words.iter().copied();
+    let n = it.next()? as usize;
+    let mut steps = Vec::with_capacity(n);
+    for _ in 0..n {
+        let actor = it.next()?;
+        let handler = it.next()? as usize;
+        let k = it.next()? as usize;
+        let choices: Vec<usize> = (0..k)
+            .map(|_| it.next().map(|c| c as usize))
+            .collect::<Option<_>>()?;
+        let actor = if actor == u64::MAX {
+            ENV
+        } else {
+            actor as usize
+        };
+        steps.push(RawStep {
+            event: Event { actor, handler },
+            choices,
+        });
+    }
+    Some(steps)
 }
 
 /// A node of the search tree: how a stored state was first reached.
@@ -186,8 +238,30 @@ fn hex(fp: crate::memory::Fingerprint) -> String {
     fp.to_string()
 }
 
+/// Initialises, in checker memory, the lazily created globals that handler
+/// code commonly touches: standard output and error (their buffers), the
+/// current thread's handle, and rand's thread-local generator. Were one of
+/// them first touched inside a handler, it would be allocated in that
+/// process's arena, rolled back by the next restore, and left dangling.
+/// (Other lazy globals first used inside a handler have the same problem;
+/// the determinism check or an isolated check reports them.)
+fn prewarm() {
+    thread_local! {
+        static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if DONE.with(|d| d.replace(true)) {
+        return;
+    }
+    let _sys = system_scope();
+    let _ = std::io::stdout().lock();
+    let _ = std::io::stderr().lock();
+    let _ = std::thread::current();
+    let _ = rand::thread_rng().gen::<u64>();
+}
+
 impl<'m, P: Process> Engine<'m, P> {
     fn new(model: &'m Model<P>) -> Result<Self, SetupFailure> {
+        prewarm();
         if model.count == 0 {
             return Err(SetupFailure::Error(CheckError::Model(
                 "a model needs at least one process".into(),
@@ -216,6 +290,9 @@ impl<'m, P: Process> Engine<'m, P> {
         for (i, &arena) in arenas.iter().enumerate() {
             let built = {
                 let _in = mem.enter(arena);
+                // Padding bytes of the root come from the stack: make them
+                // the same in every run, as before every transition.
+                crate::stack::scrub_stack(SCRUB_BYTES);
                 user_code(|| Box::into_raw(Box::new((model.init)(i))))
             };
             match built {
@@ -232,6 +309,7 @@ impl<'m, P: Process> Engine<'m, P> {
         }
         let env = {
             let _in = mem.enter(env_arena);
+            crate::stack::scrub_stack(SCRUB_BYTES);
             match user_code(|| {
                 Box::into_raw(Box::new(Env::new(&model.network, P::Shared::default())))
             }) {
@@ -742,6 +820,11 @@ impl<P: Process> Search<'_, '_, P> {
             self.bounded = true;
             return;
         }
+        let prefix = if isolate::active() {
+            self.engine.path(item.node)
+        } else {
+            Vec::new()
+        };
         for event in events {
             let mut script = Vec::new();
             loop {
@@ -749,6 +832,7 @@ impl<P: Process> Search<'_, '_, P> {
                     return;
                 }
                 self.engine.mem.restore(item.state);
+                isolate::record(|| encode(&prefix, Some((event, &script))));
                 let ranges = self.transition(item, event, script);
                 match next_script(&ranges) {
                     Some(next) => script = next,
@@ -922,7 +1006,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
 }
 
 /// What replaying a trace showed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum ReplayOutcome {
     /// Every step matched its fingerprint and the final state has this
@@ -1004,6 +1088,19 @@ pub(crate) fn replay<P: Process>(
                 ),
             });
         }
+        isolate::record(|| {
+            let done: Vec<RawStep> = trace.steps[..=k]
+                .iter()
+                .map(|s| RawStep {
+                    event: Event {
+                        actor: ENV,
+                        handler: 0,
+                    },
+                    choices: s.choices.clone(),
+                })
+                .collect();
+            encode(&done, None)
+        });
         let outcome = e.run(event, step.choices.clone(), false);
         let name = e.handler_name(event).to_string();
         if let Some((message, location)) = outcome.panic {
@@ -1060,5 +1157,168 @@ pub(crate) fn replay<P: Process>(
             }))
         }
         Ok(_) => Ok(ReplayOutcome::NoViolation),
+    }
+}
+
+/// The violation record of a crash in the child.
+fn crash_record(handler: &str, actor: &str, signal: i32, stderr: &str) -> ViolationRecord {
+    let said: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = said[said.len().saturating_sub(3)..].join(" / ");
+    ViolationRecord {
+        kind: ViolationKind::Crash,
+        property: handler.to_string(),
+        message: if tail.is_empty() {
+            format!(
+                "{actor} crashed: killed by {}",
+                isolate::signal_name(signal)
+            )
+        } else {
+            format!(
+                "{actor} crashed: killed by {} ({tail})",
+                isolate::signal_name(signal)
+            )
+        },
+        location: None,
+    }
+}
+
+/// [`check`] in a child process: a crash in user code becomes a violation.
+pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    let end = isolate::run_in_child(|| {
+        let result = check(model).map_err(|e| e.to_string());
+        serde_json::to_string(&result).expect("a result always serialises")
+    })?;
+    match end {
+        ChildEnd::Finished(text) => {
+            let result: Result<CheckResult, String> = serde_json::from_str(&text).map_err(|e| {
+                CheckError::Isolation(format!("unreadable result from the child: {e}"))
+            })?;
+            result.map_err(CheckError::Isolation)
+        }
+        ChildEnd::Failed { status, stderr } => Err(CheckError::Isolation(format!(
+            "it exited with status {status} without a result: {}",
+            stderr.trim()
+        ))),
+        ChildEnd::Crashed {
+            signal,
+            log,
+            stderr,
+        } => {
+            let steps = log.as_deref().and_then(decode).unwrap_or_default();
+            let Some(last) = steps.last().cloned() else {
+                return Err(CheckError::Isolation(format!(
+                    "it was killed by {} before its first transition: {}",
+                    isolate::signal_name(signal),
+                    stderr.trim()
+                )));
+            };
+            // Describe the steps before the crash in another child (they do
+            // not crash: the search ran them before), then add the crash.
+            let prefix = steps[..steps.len() - 1].to_vec();
+            let (actor, handler) = {
+                let e = match Engine::new(model) {
+                    Ok(e) => e,
+                    Err(SetupFailure::Error(err)) => return Err(err),
+                    Err(SetupFailure::Violation(v)) => {
+                        return Err(CheckError::Isolation(v.to_string()))
+                    }
+                };
+                (
+                    e.actor_name(last.event.actor),
+                    e.handler_name(last.event).to_string(),
+                )
+            };
+            let record = crash_record(&handler, &actor, signal, &stderr);
+            let described = isolate::run_in_child(|| {
+                let trace = Engine::new(model)
+                    .ok()
+                    .map(|mut e| e.build_trace(&prefix, record.clone()));
+                serde_json::to_string(&trace).expect("a trace always serialises")
+            })?;
+            let mut trace: Trace = match described {
+                ChildEnd::Finished(text) => {
+                    serde_json::from_str::<Option<Trace>>(&text).ok().flatten()
+                }
+                _ => None,
+            }
+            .ok_or_else(|| {
+                CheckError::Isolation("the steps before the crash could not be replayed".into())
+            })?;
+            trace.steps.push(Step {
+                process: (last.event.actor != ENV).then_some(last.event.actor),
+                actor,
+                handler,
+                choices: last.choices,
+                message: None,
+                fingerprint: String::new(),
+                before: None,
+                after: None,
+            });
+            let stats = Stats {
+                transitions: 1,
+                elapsed: start.elapsed(),
+                ..Stats::default()
+            };
+            Ok(CheckResult {
+                model: model.name.clone(),
+                verdict: Verdict::Violation,
+                violations: vec![Violation { record, trace }],
+                stats,
+            })
+        }
+    }
+}
+
+/// [`replay`] in a child process: a crash at the trace's last step
+/// reproduces a crash violation.
+pub(crate) fn replay_isolated<P: Process>(
+    model: &Model<P>,
+    trace: &Trace,
+) -> Result<ReplayOutcome, CheckError> {
+    let end = isolate::run_in_child(|| {
+        let result = replay(model, trace).map_err(|e| e.to_string());
+        serde_json::to_string(&result).expect("a replay outcome always serialises")
+    })?;
+    match end {
+        ChildEnd::Finished(text) => {
+            let result: Result<ReplayOutcome, String> =
+                serde_json::from_str(&text).map_err(|e| {
+                    CheckError::Isolation(format!("unreadable result from the child: {e}"))
+                })?;
+            result.map_err(CheckError::Trace)
+        }
+        ChildEnd::Failed { status, stderr } => Err(CheckError::Isolation(format!(
+            "it exited with status {status} without a result: {}",
+            stderr.trim()
+        ))),
+        ChildEnd::Crashed {
+            signal,
+            log,
+            stderr,
+        } => {
+            let done = log.as_deref().and_then(decode).map_or(0, |s| s.len());
+            let Some(step) = done.checked_sub(1).and_then(|k| trace.steps.get(k)) else {
+                return Err(CheckError::Isolation(format!(
+                    "it was killed by {} before the first step: {}",
+                    isolate::signal_name(signal),
+                    stderr.trim()
+                )));
+            };
+            let record = crash_record(&step.handler, &step.actor, signal, &stderr);
+            if done == trace.steps.len() {
+                Ok(ReplayOutcome::Reproduced(record))
+            } else {
+                Ok(ReplayOutcome::Diverged {
+                    step: done,
+                    handler: step.handler.clone(),
+                    message: record.message,
+                })
+            }
+        }
     }
 }

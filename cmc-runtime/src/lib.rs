@@ -19,6 +19,7 @@ mod engine;
 mod env;
 mod hash;
 mod heap;
+mod isolate;
 pub mod memory;
 mod model;
 mod stack;
@@ -59,6 +60,19 @@ impl<P: Process> Model<P> {
     /// step's fingerprint, and reports whether its violation reproduces.
     pub fn replay(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
         engine::replay(self, trace)
+    }
+
+    /// [`Model::check`] in a child process, so that a crash in user code (a
+    /// segfault, an abort, a stack overflow) is reported as a violation with
+    /// the trace that led to it, instead of ending the checker.
+    pub fn check_isolated(&self) -> Result<CheckResult, CheckError> {
+        engine::check_isolated(self)
+    }
+
+    /// [`Model::replay`] in a child process: a crash at the trace's last step
+    /// reproduces a crash violation.
+    pub fn replay_isolated(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
+        engine::replay_isolated(self, trace)
     }
 }
 

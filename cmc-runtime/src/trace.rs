@@ -178,7 +178,7 @@ impl fmt::Display for Trace {
 }
 
 /// A violation found by a check.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// What was violated.
     pub record: ViolationRecord,
@@ -216,7 +216,7 @@ impl fmt::Display for Verdict {
 }
 
 /// What a search did.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Stats {
     /// Successor states generated (handler runs that produced a state).
@@ -249,7 +249,7 @@ impl Stats {
 }
 
 /// The result of checking a model.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CheckResult {
     /// The model's name.
     pub model: String,

@@ -1,0 +1,223 @@
+//! Running a check (or a replay) in a child process, so that a crash in user
+//! code — a segfault, an abort, a stack overflow — is reported with the trace
+//! that led to it instead of taking the checker down.
+//!
+//! Before fork, the parent maps a shared *crash log*. Before every transition
+//! the child copies into it the path to the state it expands and the step it
+//! is about to run (process, handler, choice script). The child's standard
+//! error goes to a pipe. If the child dies of a signal, the parent decodes the
+//! log into a trace whose last step is the one that crashed, and reports what
+//! the child printed (for instance Rust's "has overflowed its stack").
+
+use std::cell::Cell;
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Words in the crash log (8 MiB): enough for paths of hundreds of
+/// thousands of steps.
+const LOG_WORDS: usize = 1 << 20;
+const MAGIC: u64 = 0x636d_635f_6c6f_6721;
+
+/// The shared crash log.
+pub(crate) struct CrashLog {
+    words: *mut AtomicU64,
+}
+
+thread_local! {
+    /// The crash log of the isolated run on this thread, if any.
+    static LOG: Cell<*const CrashLog> = const { Cell::new(std::ptr::null()) };
+}
+
+impl CrashLog {
+    fn new() -> std::io::Result<CrashLog> {
+        let len = LOG_WORDS * 8;
+        // SAFETY: an anonymous shared mapping of our own; it stays mapped
+        // until `drop`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(CrashLog { words: p.cast() })
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(i < LOG_WORDS, "crash log index {i} out of bounds");
+        // SAFETY: the mapping holds LOG_WORDS zero-initialised words, and
+        // AtomicU64 has the layout of u64.
+        unsafe { &*self.words.add(i) }
+    }
+
+    /// Writes a record: word 0 the magic, word 1 its length, then the words.
+    fn write(&self, data: &[u64]) {
+        let n = data.len().min(LOG_WORDS - 2);
+        self.word(1).store(0, Ordering::Release);
+        for (i, &w) in data[..n].iter().enumerate() {
+            self.word(2 + i).store(w, Ordering::Relaxed);
+        }
+        self.word(0).store(MAGIC, Ordering::Relaxed);
+        self.word(1).store(n as u64, Ordering::Release);
+    }
+
+    fn read(&self) -> Option<Vec<u64>> {
+        if self.word(0).load(Ordering::Acquire) != MAGIC {
+            return None;
+        }
+        let n = self.word(1).load(Ordering::Acquire) as usize;
+        Some(
+            (0..n)
+                .map(|i| self.word(2 + i).load(Ordering::Relaxed))
+                .collect(),
+        )
+    }
+}
+
+impl Drop for CrashLog {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and no reference into it survives.
+        unsafe { libc::munmap(self.words.cast(), LOG_WORDS * 8) };
+    }
+}
+
+/// Records `words` in the crash log of the isolated run on this thread, if
+/// there is one (a no-op otherwise).
+pub(crate) fn record(words: impl FnOnce() -> Vec<u64>) {
+    let log = LOG.with(Cell::get);
+    if !log.is_null() {
+        let data = words();
+        // SAFETY: the log outlives the isolated run that set the pointer.
+        unsafe { (*log).write(&data) };
+    }
+}
+
+/// Whether an isolated run is in progress on this thread.
+pub(crate) fn active() -> bool {
+    !LOG.with(Cell::get).is_null()
+}
+
+/// How the child ended.
+pub(crate) enum ChildEnd {
+    /// It exited normally with this result text.
+    Finished(String),
+    /// It died of a signal; the last crash-log record, and what it printed.
+    Crashed {
+        signal: i32,
+        log: Option<Vec<u64>>,
+        stderr: String,
+    },
+    /// It exited with an error status without a result.
+    Failed { status: i32, stderr: String },
+}
+
+/// Runs `work` in a forked child; its returned text comes back to the
+/// parent. `work` must not return until it is done with the crash log.
+pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<ChildEnd> {
+    let log = CrashLog::new()?;
+    let mut err_pipe = [0; 2];
+    let mut out_pipe = [0; 2];
+    // SAFETY: pipe writes two descriptors into each array.
+    unsafe {
+        if libc::pipe(err_pipe.as_mut_ptr()) != 0 || libc::pipe(out_pipe.as_mut_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    // SAFETY: fork has no preconditions; the child below only runs the
+    // engine on this thread and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // The child: standard error into the pipe, run, write the result,
+        // leave without running the parent's destructors or atexit hooks.
+        // SAFETY: plain descriptor operations on descriptors we own.
+        unsafe {
+            libc::dup2(err_pipe[1], 2);
+            libc::close(err_pipe[0]);
+            libc::close(out_pipe[0]);
+        }
+        LOG.with(|l| l.set(&log));
+        let text = work();
+        LOG.with(|l| l.set(std::ptr::null()));
+        let bytes = text.as_bytes();
+        let mut written = 0;
+        while written < bytes.len() {
+            // SAFETY: writes from a live buffer to our pipe.
+            let n = unsafe {
+                libc::write(
+                    out_pipe[1],
+                    bytes[written..].as_ptr().cast(),
+                    bytes.len() - written,
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+            written += n as usize;
+        }
+        // SAFETY: _exit ends the child immediately, as intended.
+        unsafe { libc::_exit(0) };
+    }
+    // The parent.
+    // SAFETY: closing our copies of the child's ends.
+    unsafe {
+        libc::close(err_pipe[1]);
+        libc::close(out_pipe[1]);
+    }
+    // SAFETY: the descriptors are ours, open, and owned by the File from now.
+    let (mut err, mut out) = unsafe {
+        (
+            std::fs::File::from_raw_fd(err_pipe[0]),
+            std::fs::File::from_raw_fd(out_pipe[0]),
+        )
+    };
+    // Read the result on another thread so neither pipe can fill up and
+    // block the child.
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = out.read_to_string(&mut text);
+        text
+    });
+    let mut stderr = String::new();
+    let _ = err.read_to_string(&mut stderr);
+    let text = reader.join().unwrap_or_default();
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    Ok(if libc::WIFSIGNALED(status) {
+        ChildEnd::Crashed {
+            signal: libc::WTERMSIG(status),
+            log: log.read(),
+            stderr,
+        }
+    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty() {
+        ChildEnd::Finished(text)
+    } else {
+        ChildEnd::Failed {
+            status: libc::WEXITSTATUS(status),
+            stderr,
+        }
+    })
+}
+
+/// A signal's conventional name.
+pub(crate) fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV (segmentation fault)".into(),
+        libc::SIGBUS => "SIGBUS (bus error)".into(),
+        libc::SIGABRT => "SIGABRT (abort)".into(),
+        libc::SIGILL => "SIGILL (illegal instruction)".into(),
+        libc::SIGFPE => "SIGFPE (arithmetic error)".into(),
+        libc::SIGKILL => "SIGKILL (killed)".into(),
+        other => format!("signal {other}"),
+    }
+}

@@ -1,0 +1,420 @@
+//! One test per kind of violation the engine detects, each with a trace that
+//! replay reproduces; usage errors; keep-going; hidden nondeterminism.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cmc::{
+    ArenaConfig, CheckResult, Ctx, Handler, Invariant, Model, NetworkConfig, OnFull, Process,
+    ReplayOutcome, Strategy, Verdict, View, ViolationKind,
+};
+
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
+
+/// A process whose single handler misbehaves, chosen per test.
+struct Bad {
+    steps: u8,
+    kind: Kind,
+    data: Vec<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Panic,
+    GuardPanic,
+    Invariant,
+    Deadlock,
+    Exhaust,
+    Leak,
+    Segfault,
+    StackOverflow,
+    Abort,
+    NetworkFull,
+    ChooseZero,
+    HashMapOrder,
+    Clock,
+    StaticCounter,
+    ThreadRng,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+#[inline(never)]
+#[allow(unconditional_recursion, reason = "the stack overflow is the point")]
+fn overflow(n: u64) -> u64 {
+    let pad = std::hint::black_box([n; 64]);
+    overflow(n + 1) + pad[3]
+}
+
+impl Bad {
+    fn act(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.steps += 1;
+        if self.steps < 2 {
+            return;
+        }
+        match self.kind {
+            Kind::Panic => panic!("handler gave up at step {}", self.steps),
+            Kind::Exhaust => self.data = vec![7; 1 << 20],
+            Kind::Leak => {
+                let lost = Box::new([1u64; 4]);
+                std::mem::forget(lost);
+            }
+            Kind::Segfault => {
+                let p = std::hint::black_box(8usize) as *mut u64;
+                // SAFETY: deliberately not: the crash under test.
+                unsafe { p.write_volatile(1) };
+            }
+            Kind::StackOverflow => {
+                self.data.push(overflow(1));
+            }
+            Kind::Abort => std::process::abort(),
+            Kind::NetworkFull => {
+                for _ in 0..3 {
+                    let _ = ctx.send(0, 1u8);
+                }
+            }
+            Kind::ChooseZero => {
+                let _ = cmc::choose(0);
+            }
+            Kind::HashMapOrder => {
+                let map: HashMap<u64, u64> = (0..8).map(|i| (i, i)).collect();
+                self.data = map.keys().copied().collect();
+            }
+            Kind::Clock => {
+                let now = std::time::Instant::now();
+                self.data =
+                    vec![std::hint::black_box(now).elapsed().as_nanos() as u64 ^ now_bits(now)];
+            }
+            Kind::StaticCounter => self.data = vec![COUNTER.fetch_add(1, Ordering::Relaxed)],
+            Kind::ThreadRng => {
+                use rand::Rng;
+                self.data = vec![rand::thread_rng().gen()];
+            }
+            _ => {}
+        }
+    }
+
+    fn enabled(&self, _: &View<'_, Self>) -> bool {
+        if self.kind == Kind::GuardPanic && self.steps == 2 {
+            panic!("the guard cannot decide");
+        }
+        !(self.kind == Kind::Deadlock && self.steps == 2) && self.steps < 3
+    }
+}
+
+/// The bits of an `Instant` (it has no public accessor; its Debug does).
+fn now_bits(now: std::time::Instant) -> u64 {
+    let s = format!("{now:?}");
+    s.bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
+}
+
+impl Process for Bad {
+    type Msg = u8;
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![Handler::new("act", Bad::act).guard(Bad::enabled)]
+    }
+    fn invariants() -> Vec<Invariant<Self>> {
+        vec![Invariant::new("few_steps", |b| {
+            if b.kind == Kind::Invariant && b.steps >= 2 {
+                Err(format!("{} steps", b.steps))
+            } else {
+                Ok(())
+            }
+        })]
+    }
+}
+
+fn model(kind: Kind) -> Model<Bad> {
+    Model::new(format!("bad_{kind:?}"), 1, move |_| Bad {
+        steps: 0,
+        kind,
+        data: Vec::new(),
+    })
+    .quiescence_ok(kind != Kind::Deadlock)
+    .process_arena(ArenaConfig::new().reserve(4 << 20))
+    .network(NetworkConfig::new().capacity(2).on_full(OnFull::Violation))
+    .detect_leaks(kind == Kind::Leak)
+}
+
+/// Checks `kind`, expects one violation of `expected` after `steps` steps,
+/// and replays its trace (isolated when it crashes).
+fn expect(kind: Kind, expected: ViolationKind, steps: usize, isolated: bool) -> CheckResult {
+    let m = model(kind);
+    let r = if isolated {
+        m.check_isolated()
+    } else {
+        m.check()
+    }
+    .unwrap();
+    assert_eq!(r.verdict, Verdict::Violation, "{kind:?}");
+    let v = &r.violations[0];
+    assert_eq!(v.record.kind, expected, "{kind:?}: {v}");
+    assert_eq!(v.trace.steps.len(), steps, "{kind:?}: {v}");
+    let replayed = if isolated {
+        m.replay_isolated(&v.trace)
+    } else {
+        m.replay(&v.trace)
+    }
+    .unwrap();
+    assert_eq!(
+        replayed,
+        ReplayOutcome::Reproduced(v.record.clone()),
+        "{kind:?}: replay"
+    );
+    // The trace survives its JSON form.
+    let again = cmc::Trace::from_json(&v.trace.to_json()).unwrap();
+    let replayed = if isolated {
+        m.replay_isolated(&again)
+    } else {
+        m.replay(&again)
+    }
+    .unwrap();
+    assert_eq!(
+        replayed,
+        ReplayOutcome::Reproduced(v.record.clone()),
+        "{kind:?}: replay from JSON"
+    );
+    r
+}
+
+#[test]
+fn a_panic_in_a_handler_is_reported_with_message_and_location() {
+    let r = expect(Kind::Panic, ViolationKind::Panic, 2, false);
+    let v = &r.violations[0].record;
+    assert_eq!(v.property, "act");
+    assert_eq!(v.message, "process 0: handler gave up at step 2");
+    assert!(
+        v.location
+            .as_deref()
+            .unwrap()
+            .starts_with("cmc-runtime/tests/violations.rs:"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_panic_in_a_guard_is_reported() {
+    let r = expect(Kind::GuardPanic, ViolationKind::Panic, 2, false);
+    assert_eq!(r.violations[0].record.property, "guard of act");
+}
+
+#[test]
+fn a_failed_invariant_is_reported_with_its_name() {
+    let r = expect(Kind::Invariant, ViolationKind::Invariant, 2, false);
+    assert_eq!(r.violations[0].record.property, "few_steps");
+    assert_eq!(r.violations[0].record.message, "process 0: 2 steps");
+}
+
+#[test]
+fn a_deadlock_is_reported() {
+    let r = expect(Kind::Deadlock, ViolationKind::Deadlock, 2, false);
+    assert_eq!(
+        r.violations[0].record.message,
+        "no handler is enabled in any process"
+    );
+}
+
+#[test]
+fn quiescence_can_be_acceptable() {
+    let r = model(Kind::Deadlock).quiescence_ok(true).check().unwrap();
+    assert_eq!(r.verdict, Verdict::Pass);
+    assert_eq!(r.stats.unique, 3);
+}
+
+#[test]
+fn arena_exhaustion_is_reported() {
+    let r = expect(Kind::Exhaust, ViolationKind::ArenaExhausted, 2, false);
+    assert_eq!(
+        r.violations[0].record.message,
+        "process 0's arena exceeded 4 MiB (an allocation of 8388608 bytes did not fit)"
+    );
+}
+
+#[test]
+fn a_leak_is_reported() {
+    let r = expect(Kind::Leak, ViolationKind::Leak, 2, false);
+    assert_eq!(
+        r.violations[0].record.message,
+        "1 object(s), 32 bytes, in process 0's arena are unreachable from its root"
+    );
+    // Without the option, the same model passes.
+    assert_eq!(
+        model(Kind::Leak)
+            .detect_leaks(false)
+            .check()
+            .unwrap()
+            .verdict,
+        Verdict::Pass
+    );
+}
+
+#[test]
+fn exceeding_the_network_bound_can_be_a_model_error() {
+    let r = expect(Kind::NetworkFull, ViolationKind::ModelError, 2, false);
+    assert_eq!(
+        r.violations[0].record.message,
+        "the network's capacity of 2 messages was exceeded"
+    );
+}
+
+#[test]
+fn a_segfault_in_unsafe_user_code_is_reported_with_its_trace() {
+    let r = expect(Kind::Segfault, ViolationKind::Crash, 2, true);
+    let v = &r.violations[0];
+    assert_eq!(v.record.property, "act");
+    assert!(
+        v.record
+            .message
+            .starts_with("process 0 crashed: killed by SIGSEGV"),
+        "{}",
+        v.record.message
+    );
+}
+
+#[test]
+fn a_stack_overflow_is_reported_with_its_trace() {
+    let r = expect(Kind::StackOverflow, ViolationKind::Crash, 2, true);
+    let message = &r.violations[0].record.message;
+    assert!(
+        message.contains("SIGABRT") && message.contains("has overflowed its stack"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_abort_is_reported_with_its_trace() {
+    let r = expect(Kind::Abort, ViolationKind::Crash, 2, true);
+    assert!(r.violations[0]
+        .record
+        .message
+        .starts_with("process 0 crashed: killed by SIGABRT"));
+}
+
+#[test]
+fn an_isolated_check_without_a_crash_returns_the_same_result() {
+    let inline = model(Kind::Invariant).check().unwrap();
+    let isolated = model(Kind::Invariant).check_isolated().unwrap();
+    assert_eq!(isolated.violations, inline.violations);
+    assert_eq!(isolated.stats.unique, inline.stats.unique);
+}
+
+#[test]
+fn choose_zero_is_a_usage_error_at_the_callers_line() {
+    let r = expect(Kind::ChooseZero, ViolationKind::Panic, 2, false);
+    let v = &r.violations[0].record;
+    assert!(
+        v.message
+            .contains("cmc::choose(0): there is nothing to choose from"),
+        "{v:?}"
+    );
+    assert!(
+        v.location
+            .as_deref()
+            .unwrap()
+            .starts_with("cmc-runtime/tests/violations.rs:"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn choose_outside_a_handler_is_a_usage_error() {
+    let err = std::panic::catch_unwind(|| cmc::choose(3)).unwrap_err();
+    let message = err.downcast_ref::<String>().unwrap();
+    assert_eq!(
+        message,
+        "cmc::choose was called outside a handler: it is only meaningful while cmc runs a handler"
+    );
+}
+
+#[test]
+fn keep_going_collects_distinct_violations() {
+    // Two processes, each fails the invariant: one distinct violation (same
+    // kind and property), found once.
+    let r = Model::new("two_bad", 2, |_| Bad {
+        steps: 0,
+        kind: Kind::Invariant,
+        data: Vec::new(),
+    })
+    .quiescence_ok(true)
+    .keep_going(true)
+    .check()
+    .unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    assert_eq!(r.violations.len(), 1);
+    // Panics and invariant failures are different violations.
+    let r = Model::new("mixed", 2, |i| Bad {
+        steps: 0,
+        kind: if i == 0 { Kind::Invariant } else { Kind::Panic },
+        data: Vec::new(),
+    })
+    .quiescence_ok(true)
+    .keep_going(true)
+    .strategy(Strategy::Bfs)
+    .check()
+    .unwrap();
+    let mut kinds: Vec<ViolationKind> = r.violations.iter().map(|v| v.record.kind).collect();
+    kinds.sort();
+    assert_eq!(kinds, vec![ViolationKind::Panic, ViolationKind::Invariant]);
+}
+
+/// Checks a hidden-nondeterminism case: the determinism check names the
+/// handler, and replaying the trace reports the divergence at that step.
+fn nondeterministic(kind: Kind) {
+    let r = model(kind).check_determinism(true).check().unwrap();
+    assert_eq!(r.verdict, Verdict::Violation, "{kind:?}");
+    let v = &r.violations[0];
+    assert_eq!(
+        v.record.kind,
+        ViolationKind::Nondeterminism,
+        "{kind:?}: {v}"
+    );
+    assert_eq!(v.record.property, "act");
+    assert_eq!(
+        v.record.message,
+        "process 0's handler gave different successors when run twice from the same state"
+    );
+    assert_eq!(v.trace.steps.len(), 2);
+    match model(kind).replay(&v.trace).unwrap() {
+        ReplayOutcome::Diverged {
+            step,
+            handler,
+            message,
+        } => {
+            assert_eq!((step, handler.as_str()), (2, "act"), "{kind:?}");
+            assert!(
+                message.starts_with("hidden nondeterminism in act of process 0 at step 2"),
+                "{message}"
+            );
+        }
+        other => panic!("{kind:?}: replay gave {other:?}"),
+    }
+    // Without the check, the search itself does not notice.
+    assert_ne!(
+        model(kind).check().unwrap().verdict,
+        Verdict::Violation,
+        "{kind:?}"
+    );
+}
+
+#[test]
+fn a_std_hashmap_iterated_in_a_handler_is_hidden_nondeterminism() {
+    nondeterministic(Kind::HashMapOrder);
+}
+
+#[test]
+fn the_clock_stored_in_state_is_hidden_nondeterminism() {
+    nondeterministic(Kind::Clock);
+}
+
+#[test]
+fn a_static_counter_is_hidden_nondeterminism() {
+    nondeterministic(Kind::StaticCounter);
+}
+
+#[test]
+fn thread_rng_is_hidden_nondeterminism() {
+    nondeterministic(Kind::ThreadRng);
+}
