@@ -25,8 +25,11 @@ pub(crate) struct Run {
     pub(crate) taken: Vec<(usize, usize)>,
     /// Whether to describe delivered messages (when building traces).
     pub(crate) describe: bool,
-    /// The delivered message, described.
-    pub(crate) delivered: Option<String>,
+    /// The delivered (or lost, or duplicated) message: (sender, receiver,
+    /// its `Debug`).
+    pub(crate) delivered: Option<(usize, usize, String)>,
+    /// Messages sent: (receiver, `Debug`, what happened to it).
+    pub(crate) sent: Vec<(usize, String, &'static str)>,
     /// A model error raised by the environment (the network bound).
     pub(crate) model_error: Option<String>,
 }
@@ -141,9 +144,9 @@ pub(crate) fn choice_internal(n: usize) -> usize {
     choice(n, "an environment event")
 }
 
-/// Records a description of what the current step delivered, when the run
-/// describes its steps (the closure runs in checker memory).
-pub(crate) fn describe(f: impl FnOnce() -> String) {
+/// Records what the current step delivered, lost or duplicated, when the
+/// run describes its steps (the closure runs in checker memory).
+pub(crate) fn describe(f: impl FnOnce() -> (usize, usize, String)) {
     with_run("an environment event", |run| {
         if run.describe {
             run.delivered = Some(f());
@@ -250,10 +253,19 @@ impl<P: Process> Ctx<'_, P> {
             "send to process {to}, but the model has {} processes",
             self.count
         );
+        let note = |fate: &'static str, msg: &P::Msg| {
+            with_run("Ctx::send", |run| {
+                if run.describe {
+                    run.sent.push((to, format!("{msg:?}"), fate));
+                }
+            })
+        };
         if self.net.send_failure && choice(2, "Ctx::send") == 1 {
+            note("failed", &msg);
             return Err(SendError::Failed);
         }
         if self.env().msgs.len() >= self.net.capacity {
+            note("dropped: network full", &msg);
             return match self.net.on_full {
                 OnFull::Drop => Ok(()),
                 OnFull::Error => Err(SendError::Full),
@@ -268,6 +280,7 @@ impl<P: Process> Ctx<'_, P> {
                 }
             };
         }
+        note("sent", &msg);
         let me = self.me;
         let _in_env = self.mem.enter(self.env_arena);
         let copy = msg.clone();
@@ -317,9 +330,10 @@ impl<P: Process> Ctx<'_, P> {
         let msg = entry.msg.clone();
         let from = entry.from as usize;
         drop(entry);
+        let me = self.me;
         with_run("Ctx::recv", |run| {
             if run.describe {
-                run.delivered = Some(format!("{msg:?} from process {from}"));
+                run.delivered = Some((from, me, format!("{msg:?}")));
             }
         });
         Some((from, msg))

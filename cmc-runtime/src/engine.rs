@@ -16,8 +16,8 @@ use crate::isolate::{self, ChildEnd};
 use crate::memory::{ArenaId, FingerprintWidth, Memory, MemoryConfig, StateId};
 use crate::model::{Handler, Invariant, Model, Process, Strategy, Trigger};
 use crate::trace::{
-    CheckResult, Stats, Step, Trace, Verdict, Violation, ViolationKind, ViolationRecord,
-    TRACE_VERSION,
+    CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
+    ViolationRecord, TRACE_VERSION,
 };
 use crate::visited::Visited;
 use crate::world::World;
@@ -144,7 +144,8 @@ struct Outcome {
     taken: Vec<usize>,
     panic: Option<(String, String)>,
     model_error: Option<String>,
-    delivered: Option<String>,
+    delivered: Option<(usize, usize, String)>,
+    sent: Vec<(usize, String, &'static str)>,
 }
 
 struct Item {
@@ -469,6 +470,7 @@ impl<'m, P: Process> Engine<'m, P> {
             panic,
             model_error: run.model_error,
             delivered: run.delivered,
+            sent: run.sent,
         }
     }
 
@@ -484,9 +486,10 @@ impl<'m, P: Process> Engine<'m, P> {
         if event == LOSE {
             let lost = env.remove(i);
             ctx::describe(|| {
-                format!(
-                    "{:?} from process {} to process {}",
-                    lost.msg, lost.from, lost.to
+                (
+                    lost.from as usize,
+                    lost.to as usize,
+                    format!("{:?}", lost.msg),
                 )
             });
         } else {
@@ -495,7 +498,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 env.msgs[i].to as usize,
                 env.msgs[i].msg.clone(),
             );
-            ctx::describe(|| format!("{msg:?} from process {from} to process {to}"));
+            ctx::describe(|| (from, to, format!("{msg:?}")));
             env.insert(from, to, msg);
         }
     }
@@ -654,6 +657,15 @@ impl<'m, P: Process> Engine<'m, P> {
         user_code(|| show(unsafe { &*self.roots[actor] })).ok()
     }
 
+    fn step_kind(&self, e: Event) -> StepKind {
+        match (e.actor, e.handler) {
+            (ENV, LOSE) => StepKind::Loss,
+            (ENV, _) => StepKind::Duplication,
+            _ if matches!(self.handlers[e.handler].trigger, Trigger::Timer(_)) => StepKind::Timer,
+            _ => StepKind::Handler,
+        }
+    }
+
     /// Re-runs `steps` from the initial state to describe them.
     fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
         self.mem.restore(self.initial);
@@ -670,12 +682,28 @@ impl<'m, P: Process> Engine<'m, P> {
                     self.mem.release(s);
                     (fp, self.show(step.event.actor))
                 };
+            let (from, to, message) = match outcome.delivered {
+                Some((from, to, m)) => (Some(from), Some(to), Some(m)),
+                None => (None, None, None),
+            };
             out.push(Step {
                 process: (step.event.actor != ENV).then_some(step.event.actor),
                 actor: self.actor_name(step.event.actor),
                 handler: self.handler_name(step.event).into(),
+                kind: self.step_kind(step.event),
                 choices: step.choices.clone(),
-                message: outcome.delivered,
+                message,
+                from,
+                to,
+                sent: outcome
+                    .sent
+                    .into_iter()
+                    .map(|(to, message, fate)| Sent {
+                        to,
+                        message,
+                        fate: fate.into(),
+                    })
+                    .collect(),
                 fingerprint,
                 before,
                 after,
@@ -1249,12 +1277,19 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
             .ok_or_else(|| {
                 CheckError::Isolation("the steps before the crash could not be replayed".into())
             })?;
+            let kind = Engine::new(model)
+                .ok()
+                .map_or(StepKind::Handler, |e| e.step_kind(last.event));
             trace.steps.push(Step {
                 process: (last.event.actor != ENV).then_some(last.event.actor),
                 actor,
                 handler,
+                kind,
                 choices: last.choices,
                 message: None,
+                from: None,
+                to: None,
+                sent: Vec::new(),
                 fingerprint: String::new(),
                 before: None,
                 after: None,

@@ -42,8 +42,8 @@ pub use crate::model::{
 };
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
 pub use crate::trace::{
-    CheckResult, Stats, Step, Trace, Verdict, Violation, ViolationKind, ViolationRecord,
-    TRACE_VERSION,
+    CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
+    ViolationRecord, TRACE_VERSION,
 };
 pub use crate::world::World;
 

@@ -54,6 +54,33 @@ impl fmt::Display for ViolationKind {
     }
 }
 
+/// What kind of event a step is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StepKind {
+    /// A process's handler.
+    Handler,
+    /// A process's timer expired (its timer handler ran).
+    Timer,
+    /// The network lost a message.
+    Loss,
+    /// The network duplicated a message.
+    Duplication,
+}
+
+/// A message a step sent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sent {
+    /// The receiver.
+    pub to: usize,
+    /// The message's `Debug`.
+    pub message: String,
+    /// "sent", "failed" (a nondeterministic send failure) or "dropped:
+    /// network full".
+    pub fate: String,
+}
+
 /// One step of a trace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
@@ -63,10 +90,19 @@ pub struct Step {
     pub actor: String,
     /// The handler (or environment event: "lose message", "duplicate message").
     pub handler: String,
+    /// What kind of event this is.
+    pub kind: StepKind,
     /// The choice values, in the order they were made.
     pub choices: Vec<usize>,
-    /// The message delivered by this step, described, if any.
+    /// The message this step delivered (or lost, or duplicated), as `Debug`.
     pub message: Option<String>,
+    /// Its sender.
+    pub from: Option<usize>,
+    /// Its receiver.
+    pub to: Option<usize>,
+    /// The messages this step sent.
+    #[serde(default)]
+    pub sent: Vec<Sent>,
     /// The fingerprint of the state after this step (hex).
     pub fingerprint: String,
     /// The acting process's state before the step (`Debug`), when shown.
@@ -128,6 +164,18 @@ impl Trace {
         serde_json::to_string_pretty(self).expect("a trace always serialises")
     }
 
+    /// Writes the trace as JSON to `path`.
+    pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
+        std::fs::write(path, self.to_json())
+    }
+
+    /// Reads a trace from a JSON file, checking its version.
+    pub fn load(path: &std::path::Path) -> Result<Trace, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Trace::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
     /// Reads a trace, checking its version.
     pub fn from_json(text: &str) -> Result<Trace, String> {
         let value: serde_json::Value =
@@ -151,8 +199,24 @@ impl fmt::Display for Trace {
             if !step.choices.is_empty() {
                 write!(f, " choices={:?}", step.choices)?;
             }
-            if let Some(m) = &step.message {
-                write!(f, " delivers {m}")?;
+            match (step.kind, &step.message, step.from, step.to) {
+                (StepKind::Loss, Some(m), Some(from), Some(to)) => {
+                    write!(f, " loses {m} ({from} → {to})")?
+                }
+                (StepKind::Duplication, Some(m), Some(from), Some(to)) => {
+                    write!(f, " duplicates {m} ({from} → {to})")?
+                }
+                (_, Some(m), Some(from), _) => write!(f, " receives {m} from process {from}")?,
+                _ => {}
+            }
+            if step.kind == StepKind::Timer {
+                write!(f, " (timer expired)")?;
+            }
+            for s in &step.sent {
+                write!(f, "\n         sends {} to process {}", s.message, s.to)?;
+                if s.fate != "sent" {
+                    write!(f, " ({})", s.fate)?;
+                }
             }
             writeln!(f)?;
             if let Some(before) = &step.before {

@@ -529,3 +529,182 @@ fn a_heap_heavy_model_has_exact_and_stable_counts() {
         49
     );
 }
+
+// ---------------------------------------------------------------- network options
+
+/// Process 0 sends 1 then 2 to process 1, once; process 1 records what it
+/// receives, in order; process 0 counts failed sends.
+#[derive(Debug)]
+struct Courier {
+    sent: bool,
+    failures: u8,
+    got: Vec<u8>,
+}
+
+impl Courier {
+    fn send_both(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.sent = true;
+        for m in [1u8, 2] {
+            if ctx.send(1, m).is_err() {
+                self.failures += 1;
+            }
+        }
+    }
+
+    fn receive(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if let Some((_, m)) = ctx.recv() {
+            self.got.push(m);
+        }
+    }
+}
+
+impl Process for Courier {
+    type Msg = u8;
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![
+            Handler::new("send_both", Courier::send_both).guard(|c, v| v.me() == 0 && !c.sent),
+            Handler::new("receive", Courier::receive).guard(|_, v| v.has_mail()),
+        ]
+    }
+    fn invariants() -> Vec<Invariant<Self>> {
+        vec![
+            Invariant::new("in_order", |c| {
+                if c.got.windows(2).all(|w| w[0] < w[1]) {
+                    Ok(())
+                } else {
+                    Err(format!("got {:?}", c.got))
+                }
+            }),
+            Invariant::new("no_failures", |c| {
+                if c.failures == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{} failed sends", c.failures))
+                }
+            }),
+        ]
+    }
+}
+
+fn courier(network: NetworkConfig) -> Model<Courier> {
+    Model::new("courier", 2, |_| Courier {
+        sent: false,
+        failures: 0,
+        got: Vec::new(),
+    })
+    .network(network)
+    .quiescence_ok(true)
+    .strategy(Strategy::Bfs)
+    .debug_states()
+}
+
+#[test]
+fn an_unordered_network_reorders_and_a_fifo_network_does_not() {
+    let r = courier(NetworkConfig::new()).check().unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0];
+    assert_eq!(v.record.property, "in_order");
+    let steps: Vec<(&str, Option<&str>)> = v
+        .trace
+        .steps
+        .iter()
+        .map(|s| (s.handler.as_str(), s.message.as_deref()))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("send_both", None),
+            ("receive", Some("2")),
+            ("receive", Some("1"))
+        ]
+    );
+    let sent: Vec<(usize, &str)> = v.trace.steps[0]
+        .sent
+        .iter()
+        .map(|s| (s.to, s.message.as_str()))
+        .collect();
+    assert_eq!(sent, vec![(1, "1"), (1, "2")]);
+    assert_eq!(v.trace.steps[1].from, Some(0));
+    assert_eq!(v.trace.steps[1].to, Some(1));
+    let text = v.trace.to_string();
+    assert!(
+        text.contains("sends 2 to process 1") && text.contains("receives 2 from process 0"),
+        "{text}"
+    );
+
+    let fifo = courier(NetworkConfig::new().fifo(true)).check().unwrap();
+    assert_eq!(fifo.verdict, Verdict::Pass);
+    // initial, sent, got [1], got [1, 2]
+    assert_eq!(fifo.stats.unique, 4);
+}
+
+#[test]
+fn duplication_delivers_a_message_twice() {
+    let r = courier(NetworkConfig::new().fifo(true).duplicating(true))
+        .check()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0];
+    assert_eq!(v.record.property, "in_order", "{v}");
+    assert!(
+        v.trace
+            .steps
+            .iter()
+            .any(|s| s.kind == cmc::StepKind::Duplication),
+        "{v}"
+    );
+}
+
+#[test]
+fn sends_can_fail_nondeterministically() {
+    let r = courier(NetworkConfig::new().fifo(true).send_failure(true))
+        .check()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0];
+    assert_eq!(
+        (v.record.property.as_str(), v.record.message.as_str()),
+        ("no_failures", "process 0: 1 failed sends")
+    );
+    assert_eq!(v.trace.steps.len(), 1);
+    assert_eq!(v.trace.steps[0].sent[1].fate, "failed", "{v}");
+}
+
+#[test]
+fn a_full_network_drops_or_refuses_as_configured() {
+    // Capacity 1, Drop: the second message silently disappears.
+    let r = courier(NetworkConfig::new().fifo(true).capacity(1))
+        .check()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Pass);
+    assert_eq!(r.stats.unique, 3, "initial, sent (one in flight), got [1]");
+    // Capacity 1, Error: the second send returns Err(Full).
+    let r = courier(
+        NetworkConfig::new()
+            .fifo(true)
+            .capacity(1)
+            .on_full(cmc::OnFull::Error),
+    )
+    .check()
+    .unwrap();
+    assert_eq!(r.violations[0].record.message, "process 0: 1 failed sends");
+}
+
+#[test]
+fn traces_are_saved_and_loaded() {
+    let r = courier(NetworkConfig::new()).check().unwrap();
+    let path = std::env::temp_dir().join(format!("cmc-trace-{}.json", std::process::id()));
+    r.violations[0].trace.save(&path).unwrap();
+    let loaded = cmc::Trace::load(&path).unwrap();
+    assert_eq!(loaded, r.violations[0].trace);
+    std::fs::write(&path, r#"{"version": 99}"#).unwrap();
+    assert_eq!(
+        cmc::Trace::load(&path).unwrap_err(),
+        format!(
+            "{}: trace format version 99 is not supported (this cmc reads version 1)",
+            path.display()
+        )
+    );
+    std::fs::remove_file(&path).unwrap();
+}
