@@ -223,6 +223,8 @@ pub(crate) struct Engine<'m, P: Process> {
     env: *mut Env<P::Msg, P::Shared>,
     handlers: Vec<Handler<P>>,
     invariants: Vec<Invariant<P>>,
+    /// Global invariants registered with `#[cmc::invariant]` for `P`.
+    registered: Vec<(&'static str, unsafe fn(*const ()) -> crate::model::Check)>,
     initial: StateId,
     nodes: Vec<Node>,
     choice_pool: Vec<usize>,
@@ -343,6 +345,7 @@ impl<'m, P: Process> Engine<'m, P> {
             env,
             handlers,
             invariants: P::invariants(),
+            registered: crate::registry::invariants_for::<P>(),
             initial,
             nodes: Vec::new(),
             choice_pool: Vec::new(),
@@ -533,13 +536,26 @@ impl<'m, P: Process> Engine<'m, P> {
             }
         }
         let world = self.world();
-        for inv in &self.model.invariants {
-            match user_code(|| (inv.check)(&world)) {
+        let own = self
+            .model
+            .invariants
+            .iter()
+            .map(|inv| (inv.name, Ok(inv.check)));
+        let registered = self
+            .registered
+            .iter()
+            .map(|&(name, check)| (name, Err(check)));
+        for (name, check) in own.chain(registered) {
+            let result = user_code(|| match check {
+                Ok(f) => f(&world),
+                Err(erased) => crate::registry::run_erased(erased, &world),
+            });
+            match result {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
                     return Some(ViolationRecord {
                         kind: ViolationKind::Invariant,
-                        property: inv.name.into(),
+                        property: name.into(),
                         message,
                         location: None,
                     })
@@ -547,7 +563,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 Err((message, location)) => {
                     return Some(ViolationRecord {
                         kind: ViolationKind::Panic,
-                        property: inv.name.into(),
+                        property: name.into(),
                         message,
                         location: Some(location),
                     })

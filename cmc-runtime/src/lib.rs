@@ -22,6 +22,7 @@ mod heap;
 mod isolate;
 pub mod memory;
 mod model;
+pub mod registry;
 mod stack;
 mod store;
 mod sys;
@@ -74,6 +75,16 @@ impl<P: Process> Model<P> {
     pub fn replay_isolated(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
         engine::replay_isolated(self, trace)
     }
+}
+
+/// What the attribute macros generate code against. Not public API: no
+/// stability promise; users never name it.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::registry::private::{check_model, replay_model};
+    pub use crate::registry::{InvariantEntry, ModelEntry, RunOptions};
+    pub use inventory;
+    pub use std::any::TypeId;
 }
 
 /// Hooks for cmc's own benchmarks. Not public API: no stability promise.

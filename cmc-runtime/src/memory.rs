@@ -31,7 +31,7 @@ use crate::sys::{self, Prot, PAGE};
 use crate::tracking;
 
 /// How many bits of a state's fingerprint the visited set keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum FingerprintWidth {
     /// 64 bits (the default): with n states the chance that any two collide

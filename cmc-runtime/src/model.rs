@@ -288,7 +288,8 @@ impl NetworkConfig {
 }
 
 /// The order in which states are explored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Strategy {
     /// Depth-first (the default): little memory, long traces.

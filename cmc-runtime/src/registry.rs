@@ -1,0 +1,213 @@
+//! Models and global invariants registered by the attribute macros, found
+//! at run time with `inventory` (no list to keep), and the options a harness
+//! such as `cargo cmc` applies to a registered model.
+
+use std::any::TypeId;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{CheckError, ReplayOutcome};
+use crate::memory::FingerprintWidth;
+use crate::model::{Check, Model, Process, Strategy};
+use crate::trace::{CheckResult, Trace};
+use crate::world::World;
+
+/// Overrides a harness applies to a model before checking it (the flags of
+/// `cargo cmc check`). `None` keeps the model's own setting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// The search strategy.
+    pub strategy: Option<Strategy>,
+    /// The depth bound.
+    pub max_depth: Option<usize>,
+    /// The bound on unique states.
+    pub max_states: Option<usize>,
+    /// The time limit.
+    pub time_limit: Option<Duration>,
+    /// The seed of the random strategy.
+    pub seed: Option<u64>,
+    /// Whether to keep going after a violation.
+    pub keep_going: Option<bool>,
+    /// The fingerprint width.
+    pub width: Option<FingerprintWidth>,
+    /// Whether to run every transition twice.
+    pub check_determinism: Option<bool>,
+    /// Whether to run in a child process (crashes become violations).
+    pub isolate: bool,
+}
+
+impl<P: Process> Model<P> {
+    /// Applies a harness's overrides.
+    pub fn apply(mut self, options: &RunOptions) -> Self {
+        if let Some(s) = options.strategy {
+            self.strategy = s;
+        }
+        if let Some(d) = options.max_depth {
+            self.bounds.max_depth = Some(d);
+        }
+        if let Some(n) = options.max_states {
+            self.bounds.max_states = Some(n);
+        }
+        if let Some(t) = options.time_limit {
+            self.bounds.time_limit = Some(t);
+        }
+        if let Some(seed) = options.seed {
+            self.seed = seed;
+        }
+        if let Some(k) = options.keep_going {
+            self.keep_going = k;
+        }
+        if let Some(w) = options.width {
+            self.width = w;
+        }
+        if let Some(d) = options.check_determinism {
+            self.check_determinism = d;
+        }
+        self
+    }
+}
+
+/// A model registered with `#[cmc::model]`.
+#[derive(Debug)]
+pub struct ModelEntry {
+    /// Its full path, `crate::module::function`.
+    pub path: &'static str,
+    /// Where it is defined.
+    pub file: &'static str,
+    /// The line of the definition.
+    pub line: u32,
+    check: fn(&'static str, &RunOptions) -> Result<CheckResult, CheckError>,
+    replay: fn(&'static str, &RunOptions, &Trace) -> Result<ReplayOutcome, CheckError>,
+}
+
+impl ModelEntry {
+    /// Used by `#[cmc::model]`.
+    #[doc(hidden)]
+    pub const fn new(
+        path: &'static str,
+        file: &'static str,
+        line: u32,
+        check: fn(&'static str, &RunOptions) -> Result<CheckResult, CheckError>,
+        replay: fn(&'static str, &RunOptions, &Trace) -> Result<ReplayOutcome, CheckError>,
+    ) -> Self {
+        ModelEntry {
+            path,
+            file,
+            line,
+            check,
+            replay,
+        }
+    }
+
+    /// Builds the model, applies `options` and checks it.
+    pub fn check(&self, options: &RunOptions) -> Result<CheckResult, CheckError> {
+        (self.check)(self.path, options)
+    }
+
+    /// Builds the model, applies `options` and replays `trace` on it.
+    pub fn replay(&self, options: &RunOptions, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
+        (self.replay)(self.path, options, trace)
+    }
+}
+
+inventory::collect!(ModelEntry);
+
+/// Every registered model, sorted by path.
+pub fn models() -> Vec<&'static ModelEntry> {
+    let mut all: Vec<&'static ModelEntry> = inventory::iter::<ModelEntry>.into_iter().collect();
+    all.sort_by_key(|m| m.path);
+    all
+}
+
+/// A global invariant registered with `#[cmc::invariant]`: it applies to
+/// every model whose process type is the one its `World` is over.
+#[derive(Debug)]
+pub struct InvariantEntry {
+    /// Its name in reports (the function's name).
+    pub name: &'static str,
+    process: fn() -> TypeId,
+    check: unsafe fn(*const ()) -> Check,
+}
+
+impl InvariantEntry {
+    /// Used by `#[cmc::invariant]`.
+    ///
+    /// `check` must be a function that reads its argument as a
+    /// `&World<'_, P>` where `process()` is `TypeId::of::<P>()`.
+    #[doc(hidden)]
+    pub const fn new(
+        name: &'static str,
+        process: fn() -> TypeId,
+        check: unsafe fn(*const ()) -> Check,
+    ) -> Self {
+        InvariantEntry {
+            name,
+            process,
+            check,
+        }
+    }
+}
+
+inventory::collect!(InvariantEntry);
+
+/// The registered global invariants over `World<P>`, as (name, check).
+pub(crate) fn invariants_for<P: Process>() -> Vec<(&'static str, unsafe fn(*const ()) -> Check)> {
+    let want = TypeId::of::<P>();
+    let mut all: Vec<_> = inventory::iter::<InvariantEntry>
+        .into_iter()
+        .filter(|e| (e.process)() == want)
+        .map(|e| (e.name, e.check))
+        .collect();
+    all.sort_by_key(|&(name, _)| name);
+    all
+}
+
+/// Runs a registered invariant on a world.
+pub(crate) fn run_erased<P: Process>(
+    check: unsafe fn(*const ()) -> Check,
+    world: &World<'_, P>,
+) -> Check {
+    // SAFETY: `invariants_for::<P>` returned `check` only for entries whose
+    // process type is `P`, and the macro generates a `check` that reads its
+    // argument as `&World<'_, P>`.
+    unsafe { check(world as *const World<'_, P> as *const ()) }
+}
+
+/// What generated code calls; not public API.
+#[doc(hidden)]
+pub mod private {
+    use super::*;
+
+    /// Checks a registered model under its registered path.
+    pub fn check_model<P: Process>(
+        path: &'static str,
+        model: Model<P>,
+        options: &RunOptions,
+    ) -> Result<CheckResult, CheckError> {
+        let mut model = model.apply(options);
+        model.name = path.to_string();
+        if options.isolate {
+            model.check_isolated()
+        } else {
+            model.check()
+        }
+    }
+
+    /// Replays a trace on a registered model.
+    pub fn replay_model<P: Process>(
+        path: &'static str,
+        model: Model<P>,
+        options: &RunOptions,
+        trace: &Trace,
+    ) -> Result<ReplayOutcome, CheckError> {
+        let mut model = model.apply(options);
+        model.name = path.to_string();
+        if options.isolate {
+            model.replay_isolated(trace)
+        } else {
+            model.replay(trace)
+        }
+    }
+}
