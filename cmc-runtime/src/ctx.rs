@@ -61,11 +61,16 @@ pub(crate) fn end_run() -> Run {
 }
 
 /// Runs `f` as user code: panics are recorded (message, location) instead of
-/// printed, and caught.
-pub(crate) fn user_code<R>(f: impl FnOnce() -> R) -> Result<R, (String, String)> {
+/// printed, and caught. `scrub` zeroes the stack below this frame first
+/// (for code that writes state, so padding copied from the stack is the
+/// same every time); nothing whose path varies runs in between.
+pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (String, String)> {
     install_panic_hook();
     IN_USER_CODE.with(|c| c.set(true));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    if scrub {
+        crate::stack::scrub_stack(SCRUB_BYTES);
+    }
+    let result = call_user(f);
     IN_USER_CODE.with(|c| c.set(false));
     match result {
         Ok(r) => Ok(r),
@@ -84,7 +89,19 @@ pub(crate) fn user_code<R>(f: impl FnOnce() -> R) -> Result<R, (String, String)>
     }
 }
 
-fn install_panic_hook() {
+/// Calls user code in a frame of its own. Never inlined: every temporary
+/// of the user's code (a struct built on the stack and moved into the heap,
+/// with its padding) then lives below the frame that scrubbed the stack,
+/// never in a caller's frame holding older bytes.
+#[inline(never)]
+fn call_user<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+}
+
+/// Bytes of stack zeroed before a handler or constructor runs.
+const SCRUB_BYTES: usize = 16 * 1024;
+
+pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _sys = system_scope();

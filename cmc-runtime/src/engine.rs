@@ -22,9 +22,6 @@ use crate::trace::{
 use crate::visited::Visited;
 use crate::world::World;
 
-/// Bytes of stack zeroed before each transition (see `cmc::scrub_stack`).
-const SCRUB_BYTES: usize = 16 * 1024;
-
 /// The actor index of environment events in internal steps.
 const ENV: usize = usize::MAX;
 const LOSE: usize = 0;
@@ -224,7 +221,7 @@ pub(crate) struct Engine<'m, P: Process> {
     handlers: Vec<Handler<P>>,
     invariants: Vec<Invariant<P>>,
     /// Global invariants registered with `#[cmc::invariant]` for `P`.
-    registered: Vec<(&'static str, unsafe fn(*const ()) -> crate::model::Check)>,
+    registered: Vec<(&'static str, crate::registry::ErasedCheck)>,
     initial: StateId,
     nodes: Vec<Node>,
     choice_pool: Vec<usize>,
@@ -256,10 +253,13 @@ fn prewarm() {
         return;
     }
     let _sys = system_scope();
-    let _ = std::io::stdout().lock();
-    let _ = std::io::stderr().lock();
+    // `stdout()` creates the buffer without taking the lock: a forked child
+    // must never wait for a lock another thread held at the fork.
+    let _ = std::io::stdout();
+    let _ = std::io::stderr();
     let _ = std::thread::current();
     let _ = rand::thread_rng().gen::<u64>();
+    ctx::install_panic_hook();
 }
 
 impl<'m, P: Process> Engine<'m, P> {
@@ -293,10 +293,7 @@ impl<'m, P: Process> Engine<'m, P> {
         for (i, &arena) in arenas.iter().enumerate() {
             let built = {
                 let _in = mem.enter(arena);
-                // Padding bytes of the root come from the stack: make them
-                // the same in every run, as before every transition.
-                crate::stack::scrub_stack(SCRUB_BYTES);
-                user_code(|| Box::into_raw(Box::new((model.init)(i))))
+                user_code(true, || Box::into_raw(Box::new((model.init)(i))))
             };
             match built {
                 Ok(root) => roots.push(root),
@@ -312,8 +309,7 @@ impl<'m, P: Process> Engine<'m, P> {
         }
         let env = {
             let _in = mem.enter(env_arena);
-            crate::stack::scrub_stack(SCRUB_BYTES);
-            match user_code(|| {
+            match user_code(true, || {
                 Box::into_raw(Box::new(Env::new(&model.network, P::Shared::default())))
             }) {
                 Ok(env) => env,
@@ -398,7 +394,7 @@ impl<'m, P: Process> Engine<'m, P> {
                         };
                         // SAFETY: a live root of the loaded state.
                         let proc = unsafe { &*self.roots[p] };
-                        user_code(|| guard(proc, &view)).map_err(|(message, location)| {
+                        user_code(false, || guard(proc, &view)).map_err(|(message, location)| {
                             ViolationRecord {
                                 kind: ViolationKind::Panic,
                                 property: format!("guard of {}", handler.name),
@@ -439,8 +435,10 @@ impl<'m, P: Process> Engine<'m, P> {
             describe,
             ..Run::default()
         });
-        crate::stack::scrub_stack(SCRUB_BYTES);
         let panic = if e.actor == ENV {
+            // A duplication clones a message: its padding comes from the
+            // stack, so scrub as before user code.
+            crate::stack::scrub_stack(16 * 1024);
             self.run_environment(e.handler);
             None
         } else {
@@ -464,7 +462,7 @@ impl<'m, P: Process> Engine<'m, P> {
             let _in = self.mem.enter(self.arenas[e.actor]);
             // SAFETY: the root is a live object of the restored state and the
             // handler has the only reference to it.
-            user_code(|| body(unsafe { &mut *root }, &mut ctx)).err()
+            user_code(true, || body(unsafe { &mut *root }, &mut ctx)).err()
         };
         let run = end_run();
         Outcome {
@@ -514,7 +512,7 @@ impl<'m, P: Process> Engine<'m, P> {
             // SAFETY: a live root of the loaded state.
             let proc = unsafe { &*root };
             for inv in &self.invariants {
-                match user_code(|| (inv.check)(proc)) {
+                match user_code(false, || (inv.check)(proc)) {
                     Ok(Ok(())) => {}
                     Ok(Err(message)) => {
                         return Some(ViolationRecord {
@@ -546,7 +544,7 @@ impl<'m, P: Process> Engine<'m, P> {
             .iter()
             .map(|&(name, check)| (name, Err(check)));
         for (name, check) in own.chain(registered) {
-            let result = user_code(|| match check {
+            let result = user_code(false, || match check {
                 Ok(f) => f(&world),
                 Err(erased) => crate::registry::run_erased(erased, &world),
             });
@@ -670,7 +668,7 @@ impl<'m, P: Process> Engine<'m, P> {
         }
         let _sys = system_scope();
         // SAFETY: a live root of the loaded state.
-        user_code(|| show(unsafe { &*self.roots[actor] })).ok()
+        user_code(false, || show(unsafe { &*self.roots[actor] })).ok()
     }
 
     fn step_kind(&self, e: Event) -> StepKind {

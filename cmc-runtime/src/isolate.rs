@@ -104,6 +104,9 @@ pub(crate) fn active() -> bool {
     !LOG.with(Cell::get).is_null()
 }
 
+/// The descriptor the child writes its result to.
+const RESULT_FD: i32 = 3;
+
 /// How the child ended.
 pub(crate) enum ChildEnd {
     /// It exited normally with this result text.
@@ -139,11 +142,21 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
     if pid == 0 {
         // The child: standard error into the pipe, run, write the result,
         // leave without running the parent's destructors or atexit hooks.
+        // Keep standard input and output, the error pipe as standard error
+        // and the result pipe as descriptor 3; close everything else the
+        // child inherited, such as other threads' pipes (their readers would
+        // otherwise wait for this child too).
         // SAFETY: plain descriptor operations on descriptors we own.
         unsafe {
             libc::dup2(err_pipe[1], 2);
-            libc::close(err_pipe[0]);
-            libc::close(out_pipe[0]);
+            if out_pipe[1] != RESULT_FD {
+                libc::dup2(out_pipe[1], RESULT_FD);
+            }
+            if libc::syscall(libc::SYS_close_range, RESULT_FD + 1, u32::MAX, 0) != 0 {
+                for fd in RESULT_FD + 1..4096 {
+                    libc::close(fd);
+                }
+            }
         }
         LOG.with(|l| l.set(&log));
         let text = work();
@@ -154,7 +167,7 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
             // SAFETY: writes from a live buffer to our pipe.
             let n = unsafe {
                 libc::write(
-                    out_pipe[1],
+                    RESULT_FD,
                     bytes[written..].as_ptr().cast(),
                     bytes.len() - written,
                 )

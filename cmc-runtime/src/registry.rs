@@ -121,6 +121,9 @@ pub fn models() -> Vec<&'static ModelEntry> {
     all
 }
 
+/// A registered invariant's check with its world type erased.
+pub(crate) type ErasedCheck = unsafe fn(*const ()) -> Check;
+
 /// A global invariant registered with `#[cmc::invariant]`: it applies to
 /// every model whose process type is the one its `World` is over.
 #[derive(Debug)]
@@ -153,7 +156,7 @@ impl InvariantEntry {
 inventory::collect!(InvariantEntry);
 
 /// The registered global invariants over `World<P>`, as (name, check).
-pub(crate) fn invariants_for<P: Process>() -> Vec<(&'static str, unsafe fn(*const ()) -> Check)> {
+pub(crate) fn invariants_for<P: Process>() -> Vec<(&'static str, ErasedCheck)> {
     let want = TypeId::of::<P>();
     let mut all: Vec<_> = inventory::iter::<InvariantEntry>
         .into_iter()

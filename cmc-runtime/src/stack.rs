@@ -18,22 +18,22 @@ pub const DEFAULT_SCRUB_BYTES: usize = 64 * 1024;
 /// caller's frame. `bytes` must be well below the thread's stack size (the
 /// default for spawned threads is 2 MiB).
 ///
-/// On x86-64 the region is zeroed in one contiguous `rep stosb` below the
-/// stack pointer (leaving the 128-byte red zone and a margin untouched), so
-/// no byte of it is skipped. Elsewhere it recurses through frames holding
+/// On x86-64 the region is zeroed in one contiguous `rep stosb` right below
+/// the stack pointer, so no byte of it is skipped: the next call's frame
+/// starts on zeroed memory. (This function has no locals, so it uses no red
+/// zone.) Elsewhere it recurses through frames holding
 /// zeroed buffers, which leaves the frames' own bookkeeping slots unscrubbed.
 #[inline(never)]
 pub fn scrub_stack(bytes: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: the memory below the stack pointer (past the red zone and a
-    // margin) belongs to this thread's stack and holds no live data: nothing
-    // below the current frame is in use while this function runs. The
+    // SAFETY: the memory below the stack pointer belongs to this thread's
+    // stack and holds no live data: nothing below the current frame is in
+    // use while this function runs, and it has no locals in a red zone. The
     // assembly changes no register other than those declared, and does not
     // touch the stack pointer.
     unsafe {
         std::arch::asm!(
             "mov rdi, rsp",
-            "sub rdi, 256",
             "sub rdi, rcx",
             "xor eax, eax",
             "rep stosb",
