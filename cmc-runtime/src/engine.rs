@@ -757,6 +757,7 @@ struct Search<'e, 'm, P: Process> {
     violations: Vec<Violation>,
     seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
     start: Instant,
+    last_progress: Instant,
 }
 
 impl<P: Process> Search<'_, '_, P> {
@@ -816,10 +817,28 @@ impl<P: Process> Search<'_, '_, P> {
             };
             self.expand(&item);
             self.engine.mem.release(item.state);
+            self.maybe_report_progress();
         }
         while let Some(item) = self.frontier.pop() {
             self.engine.mem.release(item.state);
         }
+    }
+
+    fn maybe_report_progress(&mut self) {
+        if self.last_progress.elapsed() < crate::progress::INTERVAL {
+            return;
+        }
+        self.last_progress = Instant::now();
+        let mem = self.engine.mem.stats();
+        crate::progress::report(&crate::progress::Progress {
+            model: self.engine.model.name.clone(),
+            unique: self.stats.unique,
+            transitions: self.stats.transitions,
+            max_depth: self.stats.max_depth,
+            frontier: self.frontier.len(),
+            memory_bytes: mem.page_bytes + self.visited.memory_bytes(),
+            elapsed_s: self.start.elapsed().as_secs_f64(),
+        });
     }
 
     fn priority(&self) -> i64 {
@@ -1024,6 +1043,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         violations: Vec::new(),
         seen_violations: HashSet::new(),
         start,
+        last_progress: start,
         engine: &mut engine,
     };
     search.run();
@@ -1056,6 +1076,12 @@ pub enum ReplayOutcome {
     Reproduced(ViolationRecord),
     /// Every step matched, but the final state violates nothing.
     NoViolation,
+    /// The replay stopped after this step, as asked; every step so far
+    /// matched.
+    Stopped {
+        /// The last step run, from 1.
+        step: usize,
+    },
     /// Step `step` (1-based) produced a different state than recorded:
     /// hidden nondeterminism in `handler`.
     Diverged {
@@ -1143,35 +1169,76 @@ pub(crate) fn replay<P: Process>(
                 .collect();
             encode(&done, None)
         });
-        let outcome = e.run(event, step.choices.clone(), false);
+        let stepping = crate::progress::stepping();
+        let before = if stepping { e.show(actor) } else { None };
+        let outcome = e.run(event, step.choices.clone(), stepping);
         let name = e.handler_name(event).to_string();
-        if let Some((message, location)) = outcome.panic {
-            return Ok(ReplayOutcome::Reproduced(ViolationRecord {
+        let failure = if let Some((message, location)) = outcome.panic.clone() {
+            Some(ViolationRecord {
                 kind: ViolationKind::Panic,
-                property: name,
+                property: name.clone(),
                 message: format!("{}: {message}", e.actor_name(actor)),
                 location: Some(location),
-            }));
-        }
-        if let Some(x) = e.mem.take_exhaustion() {
-            return Ok(ReplayOutcome::Reproduced(ViolationRecord {
+            })
+        } else if let Some(x) = e.mem.take_exhaustion() {
+            Some(ViolationRecord {
                 kind: ViolationKind::ArenaExhausted,
-                property: name,
+                property: name.clone(),
                 message: x.to_string(),
                 location: None,
-            }));
-        }
-        if let Some(m) = outcome.model_error {
-            return Ok(ReplayOutcome::Reproduced(ViolationRecord {
+            })
+        } else {
+            outcome.model_error.clone().map(|m| ViolationRecord {
                 kind: ViolationKind::ModelError,
-                property: name,
+                property: name.clone(),
                 message: m,
                 location: None,
-            }));
+            })
+        };
+        let fp = if failure.is_none() {
+            let s = e.mem.capture();
+            let fp = hex(e.mem.fingerprint(s));
+            e.mem.release(s);
+            fp
+        } else {
+            String::new()
+        };
+        if stepping {
+            let (from, to, message) = match outcome.delivered {
+                Some((from, to, m)) => (Some(from), Some(to), Some(m)),
+                None => (None, None, None),
+            };
+            let described = Step {
+                process: (actor != ENV).then_some(actor),
+                actor: e.actor_name(actor),
+                handler: name.clone(),
+                kind: e.step_kind(event),
+                choices: step.choices.clone(),
+                message,
+                from,
+                to,
+                sent: outcome
+                    .sent
+                    .into_iter()
+                    .map(|(to, message, fate)| Sent {
+                        to,
+                        message,
+                        fate: fate.into(),
+                    })
+                    .collect(),
+                fingerprint: fp.clone(),
+                before,
+                after: if failure.is_none() {
+                    e.show(actor)
+                } else {
+                    None
+                },
+            };
+            crate::progress::step(k + 1, &described);
         }
-        let s = e.mem.capture();
-        let fp = hex(e.mem.fingerprint(s));
-        e.mem.release(s);
+        if let Some(record) = failure {
+            return Ok(ReplayOutcome::Reproduced(record));
+        }
         if !step.fingerprint.is_empty() && fp != step.fingerprint {
             return Ok(ReplayOutcome::Diverged {
                 step: k + 1,
@@ -1183,6 +1250,9 @@ pub(crate) fn replay<P: Process>(
                     step.fingerprint
                 ),
             });
+        }
+        if crate::progress::replay_stop() == Some(k + 1) {
+            return Ok(ReplayOutcome::Stopped { step: k + 1 });
         }
     }
     if let Some(record) = e.check_state() {

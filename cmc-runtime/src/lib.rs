@@ -17,11 +17,13 @@ mod arena;
 mod ctx;
 mod engine;
 mod env;
+mod harness;
 mod hash;
 mod heap;
 mod isolate;
 pub mod memory;
 mod model;
+pub mod progress;
 pub mod registry;
 mod stack;
 mod store;
@@ -81,6 +83,7 @@ impl<P: Process> Model<P> {
 /// stability promise; users never name it.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::harness::harness_main;
     pub use crate::registry::private::{check_model, replay_model};
     pub use crate::registry::{InvariantEntry, ModelEntry, RunOptions};
     pub use inventory;

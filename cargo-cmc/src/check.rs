@@ -1,0 +1,183 @@
+//! `cargo cmc check`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use cmc::registry::RunOptions;
+use cmc::{CheckResult, FingerprintWidth, Strategy};
+
+use crate::cli::{CheckArgs, FingerprintArg, StrategyArg, OK, VIOLATION};
+use crate::output::{Output, Saved};
+use crate::project::Project;
+
+fn options(args: &CheckArgs) -> Result<RunOptions> {
+    let mut o = RunOptions::default();
+    o.strategy = args.strategy.map(|s| match s {
+        StrategyArg::Dfs => Strategy::Dfs,
+        StrategyArg::Bfs => Strategy::Bfs,
+        StrategyArg::Random => Strategy::Random,
+        StrategyArg::Best => Strategy::BestFirst,
+    });
+    o.max_depth = args.max_depth;
+    o.max_states = args.max_states;
+    if let Some(secs) = args.time_limit {
+        if !(secs.is_finite() && secs > 0.0) {
+            bail!("--time-limit must be a positive number of seconds, not {secs}");
+        }
+        o.time_limit = Some(Duration::from_secs_f64(secs));
+    }
+    o.seed = args.seed;
+    o.keep_going = args.keep_going.then_some(true);
+    o.width = args.fingerprint.map(|f| match f {
+        FingerprintArg::Bytes => FingerprintWidth::Bits64,
+        FingerprintArg::Bytes128 => FingerprintWidth::Bits128,
+    });
+    o.check_determinism = args.check_determinism.then_some(true);
+    o.isolate = true;
+    Ok(o)
+}
+
+/// A file name for a model path: `crate::module::fn` → `crate__module__fn`.
+pub(crate) fn file_stem(model: &str) -> String {
+    model
+        .replace("::", "__")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn save(project: &Project, result: &CheckResult) -> Result<Vec<Saved>> {
+    let traces = project.target_dir.join("cmc").join("traces");
+    let reports = project.target_dir.join("cmc").join("reports");
+    std::fs::create_dir_all(&traces)
+        .with_context(|| format!("cannot create {}", traces.display()))?;
+    std::fs::create_dir_all(&reports)
+        .with_context(|| format!("cannot create {}", reports.display()))?;
+    let stem = file_stem(&result.model);
+    let mut saved = Vec::new();
+    for (i, v) in result.violations.iter().enumerate() {
+        let suffix = if result.violations.len() > 1 {
+            format!("-{}", i + 1)
+        } else {
+            String::new()
+        };
+        let trace_file = traces.join(format!("{stem}{suffix}.json"));
+        let report_file = reports.join(format!("{stem}{suffix}.html"));
+        v.trace
+            .save(&trace_file)
+            .with_context(|| format!("cannot write {}", trace_file.display()))?;
+        std::fs::write(&report_file, crate::report::render(&v.trace))
+            .with_context(|| format!("cannot write {}", report_file.display()))?;
+        saved.push(Saved {
+            trace_file,
+            report_file,
+        });
+    }
+    Ok(saved)
+}
+
+pub(crate) fn replay_command(project: &Project, trace_file: &Path) -> String {
+    let mut cmd = format!("cargo cmc replay {}", trace_file.display());
+    if let Some(m) = &project.manifest_path {
+        cmd += &format!(" --manifest-path {}", m.display());
+    }
+    cmd
+}
+
+pub(crate) fn run(args: CheckArgs) -> Result<u8> {
+    let options = options(&args)?;
+    let project = crate::project::discover(&args.project)?;
+    let built = crate::harness::build_all(&project)?;
+    let selected: Vec<(&crate::harness::Harness, &String)> = built
+        .iter()
+        .flat_map(|(h, models)| models.iter().map(move |m| (h, &m.path)))
+        .filter(|(_, path)| {
+            args.models.is_empty() || args.models.iter().any(|m| path.contains(m.as_str()))
+        })
+        .collect();
+    if selected.is_empty() {
+        let all: Vec<&String> = built
+            .iter()
+            .flat_map(|(_, m)| m.iter().map(|m| &m.path))
+            .collect();
+        bail!(
+            "--model {} matches none of the models: {}",
+            args.models
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            all.iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let options_json = serde_json::to_string(&options).context("options serialise")?;
+    let mut out = Output::new(args.message_format);
+    let mut violation = false;
+    let mut emitted = false;
+    for (harness, model) in selected {
+        out.start(model);
+        let mut result: Option<CheckResult> = None;
+        harness.run(
+            &["check".into(), model.clone(), options_json.clone()],
+            |line| {
+                match line["type"].as_str() {
+                    Some("progress") => {
+                        let p: cmc::progress::Progress =
+                            serde_json::from_value(line["progress"].clone())
+                                .context("bad progress line")?;
+                        out.progress(&p);
+                    }
+                    Some("result") => {
+                        result = Some(
+                            serde_json::from_value(line["result"].clone())
+                                .context("bad result line")?,
+                        );
+                    }
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
+        let result =
+            result.with_context(|| format!("the harness printed no result for {model}"))?;
+        let saved = save(&project, &result)?;
+        out.result(&result, &saved, &|s| {
+            replay_command(&project, &s.trace_file)
+        });
+        if let (Some(file), Some(v), false) = (&args.emit_test, result.violations.first(), emitted)
+        {
+            let pkg = project
+                .packages
+                .iter()
+                .find(|p| p.name == harness.package)
+                .context("the harness's package")?;
+            crate::emit::write(file, pkg, &result.model, &v.trace)?;
+            eprintln!(
+                "cmc: wrote a regression test for {} to {}",
+                result.model,
+                file.display()
+            );
+            emitted = true;
+        }
+        violation |= !result.violations.is_empty();
+    }
+    if args.emit_test.is_some() && !emitted {
+        eprintln!("cmc: no counterexample, so no regression test was written");
+    }
+    Ok(if violation { VIOLATION } else { OK })
+}
+
+#[allow(dead_code, reason = "used by replay to locate the traces directory")]
+pub(crate) fn traces_dir(project: &Project) -> PathBuf {
+    project.target_dir.join("cmc").join("traces")
+}

@@ -1,0 +1,156 @@
+//! The command line: one enum of subcommands, shared flags flattened.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Exit codes: no violation, a violation, the tool could not do its job.
+pub(crate) const OK: u8 = 0;
+pub(crate) const VIOLATION: u8 = 1;
+pub(crate) const FAILURE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo")]
+enum Cargo {
+    /// Model-check the models of a Rust project.
+    Cmc(Cmc),
+}
+
+#[derive(Args, Debug)]
+#[command(version, about = "Model-check the #[cmc::model]s of a cargo project", long_about = None)]
+struct Cmc {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check models and report violations with replayable traces.
+    Check(CheckArgs),
+    /// List the models, one full path per line.
+    List(ListArgs),
+    /// Re-execute a saved trace, step by step.
+    Replay(ReplayArgs),
+}
+
+/// Which packages to look at, and how to build them (as cargo does).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct ProjectArgs {
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) manifest_path: Option<PathBuf>,
+    /// Only this package (repeatable).
+    #[arg(short = 'p', long = "package", value_name = "SPEC")]
+    pub(crate) packages: Vec<String>,
+    /// Features to enable (space or comma separated, repeatable).
+    #[arg(long, value_name = "FEATURES")]
+    pub(crate) features: Vec<String>,
+    /// Enable all features.
+    #[arg(long)]
+    pub(crate) all_features: bool,
+    /// Do not enable the default features.
+    #[arg(long)]
+    pub(crate) no_default_features: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StrategyArg {
+    /// Depth-first.
+    Dfs,
+    /// Breadth-first (shortest counterexamples).
+    Bfs,
+    /// Random, reproducible with --seed.
+    Random,
+    /// Best-first by the model's priority function.
+    Best,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FingerprintArg {
+    /// The bytes of every page, 64-bit fingerprints.
+    Bytes,
+    /// The bytes of every page, 128-bit fingerprints.
+    Bytes128,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum MessageFormat {
+    /// Text for people.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) project: ProjectArgs,
+    /// Only models whose path contains this (repeatable).
+    #[arg(long = "model", value_name = "SUBSTRING")]
+    pub(crate) models: Vec<String>,
+    /// The search strategy.
+    #[arg(long, value_enum)]
+    pub(crate) strategy: Option<StrategyArg>,
+    /// Do not expand states at this depth.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_depth: Option<usize>,
+    /// Stop after this many unique states.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_states: Option<usize>,
+    /// Stop each model after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) time_limit: Option<f64>,
+    /// Seed of the random strategy.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// Collect distinct violations instead of stopping at the first.
+    #[arg(long)]
+    pub(crate) keep_going: bool,
+    /// How states are fingerprinted.
+    #[arg(long, value_enum)]
+    pub(crate) fingerprint: Option<FingerprintArg>,
+    /// Run every transition twice and report hidden nondeterminism.
+    #[arg(long)]
+    pub(crate) check_determinism: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub(crate) message_format: MessageFormat,
+    /// Write a #[test] that replays the (first) counterexample to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) emit_test: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub(crate) project: ProjectArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ReplayArgs {
+    #[command(flatten)]
+    pub(crate) project: ProjectArgs,
+    /// The trace file written by `cargo cmc check`.
+    pub(crate) trace: PathBuf,
+    /// Stop after this step.
+    #[arg(long, value_name = "N")]
+    pub(crate) step: Option<usize>,
+}
+
+pub(crate) fn main() -> ExitCode {
+    let Cargo::Cmc(cmc) = Cargo::parse();
+    let result = match cmc.command {
+        Command::Check(args) => crate::check::run(args),
+        Command::List(args) => crate::list::run(args),
+        Command::Replay(args) => crate::replay::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(FAILURE)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! What `cargo cmc check` prints: progress (a bar per model on a terminal,
+//! a plain line every few seconds elsewhere, JSON lines on request) on
+//! standard error, results on standard output. The last line printed for
+//! each model in human format is its summary:
+//! `cmc: <model-path> <verdict> unique=<N> transitions=<N> depth=<N> time=<secs>s`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use cmc::progress::Progress;
+use cmc::{CheckResult, Step, StepKind};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::cli::MessageFormat;
+
+/// Files written for one violation.
+#[derive(Debug, Clone)]
+pub(crate) struct Saved {
+    pub(crate) trace_file: PathBuf,
+    pub(crate) report_file: PathBuf,
+}
+
+/// How often the plain (non-terminal) progress line is printed.
+const PLAIN_INTERVAL: Duration = Duration::from_secs(5);
+
+pub(crate) struct Output {
+    format: MessageFormat,
+    tty: bool,
+    bar: Option<ProgressBar>,
+    last_plain: Instant,
+}
+
+pub(crate) fn human_bytes(n: usize) -> String {
+    let n = n as f64;
+    if n >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} GiB", n / (1024.0 * 1024.0 * 1024.0))
+    } else if n >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", n / (1024.0 * 1024.0))
+    } else {
+        format!("{:.0} KiB", n / 1024.0)
+    }
+}
+
+fn describe(p: &Progress) -> String {
+    let rate = p.unique as f64 / p.elapsed_s.max(1e-9);
+    format!(
+        "unique={} states/s={:.0} depth={} frontier={} memory={}",
+        p.unique,
+        rate,
+        p.max_depth,
+        p.frontier,
+        human_bytes(p.memory_bytes)
+    )
+}
+
+impl Output {
+    pub(crate) fn new(format: MessageFormat) -> Self {
+        Output {
+            format,
+            tty: std::io::stderr().is_terminal(),
+            bar: None,
+            last_plain: Instant::now(),
+        }
+    }
+
+    pub(crate) fn start(&mut self, model: &str) {
+        self.last_plain = Instant::now();
+        if self.format == MessageFormat::Human && self.tty {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} [{elapsed_precise}] {msg}")
+                    .expect("a valid template"),
+            );
+            bar.set_prefix(model.to_string());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            self.bar = Some(bar);
+        }
+    }
+
+    pub(crate) fn progress(&mut self, p: &Progress) {
+        match self.format {
+            MessageFormat::Json => println!(
+                "{}",
+                json!({"type": "progress", "model": p.model, "progress": p})
+            ),
+            MessageFormat::Human => {
+                if let Some(bar) = &self.bar {
+                    bar.set_message(describe(p));
+                } else if self.last_plain.elapsed() >= PLAIN_INTERVAL {
+                    self.last_plain = Instant::now();
+                    eprintln!("cmc: {} running: {}", p.model, describe(p));
+                }
+            }
+        }
+    }
+
+    fn finish_progress(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Prints a model's result; `saved[i]` are the files of violation `i`.
+    pub(crate) fn result(
+        &mut self,
+        result: &CheckResult,
+        saved: &[Saved],
+        replay_hint: &dyn Fn(&Saved) -> String,
+    ) {
+        self.finish_progress();
+        match self.format {
+            MessageFormat::Json => {
+                let violations: Vec<_> = result
+                    .violations
+                    .iter()
+                    .zip(saved)
+                    .map(|(v, s)| {
+                        json!({
+                            "kind": v.record.kind,
+                            "property": v.record.property,
+                            "message": v.record.message,
+                            "location": v.record.location,
+                            "trace_len": v.trace.steps.len(),
+                            "trace_file": s.trace_file,
+                            "report_file": s.report_file,
+                        })
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    json!({
+                        "type": "result",
+                        "model": result.model,
+                        "verdict": result.verdict,
+                        "unique_states": result.stats.unique,
+                        "transitions": result.stats.transitions,
+                        "max_depth": result.stats.max_depth,
+                        "elapsed_s": result.stats.elapsed.as_secs_f64(),
+                        "violations": violations,
+                    })
+                );
+            }
+            MessageFormat::Human => {
+                for (v, s) in result.violations.iter().zip(saved) {
+                    println!("violation in {}: {}", result.model, v.record);
+                    print!("{}", v.trace);
+                    println!("trace saved to {}", s.trace_file.display());
+                    println!("replay it with: {}", replay_hint(s));
+                    println!("report: {}", s.report_file.display());
+                }
+                println!("{}", result.summary());
+            }
+        }
+    }
+}
+
+/// One re-executed step of `cargo cmc replay`, for people.
+pub(crate) fn print_step(index: usize, step: &Step) {
+    let mut line = format!("{index:>4}. {} {}", step.actor, step.handler);
+    if !step.choices.is_empty() {
+        line += &format!(" choices={:?}", step.choices);
+    }
+    match (step.kind, &step.message, step.from, step.to) {
+        (StepKind::Loss, Some(m), Some(from), Some(to)) => {
+            line += &format!(" loses {m} ({from} → {to})")
+        }
+        (StepKind::Duplication, Some(m), Some(from), Some(to)) => {
+            line += &format!(" duplicates {m} ({from} → {to})")
+        }
+        (_, Some(m), Some(from), _) => line += &format!(" receives {m} from process {from}"),
+        _ => {}
+    }
+    if step.kind == StepKind::Timer {
+        line += " (timer expired)";
+    }
+    println!("{line}");
+    for s in &step.sent {
+        println!(
+            "        sends {} to process {}{}",
+            s.message,
+            s.to,
+            if s.fate == "sent" {
+                String::new()
+            } else {
+                format!(" ({})", s.fate)
+            }
+        );
+    }
+    if let Some(after) = &step.after {
+        println!(
+            "        {} is now: {}",
+            step.actor,
+            after.replace('\n', "\n        ")
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! Finding the packages that take part: workspace members that depend on
+//! `cmc-runtime`, discovered with `cargo metadata`.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use cargo_metadata::{CargoOpt, Metadata, MetadataCommand, Package};
+
+use crate::cli::ProjectArgs;
+
+/// How the harness should depend on the runtime: exactly as the package
+/// does, so both use one copy.
+#[derive(Debug, Clone)]
+pub(crate) enum RuntimeSource {
+    Path(PathBuf),
+    Version(String),
+}
+
+/// A package whose library registers models.
+#[derive(Debug, Clone)]
+pub(crate) struct CmcPackage {
+    pub(crate) name: String,
+    pub(crate) dir: PathBuf,
+    /// The name the package's code uses for the runtime (`cmc` when renamed).
+    pub(crate) runtime_import: String,
+    pub(crate) runtime: RuntimeSource,
+    /// The package's library crate name (`my_crate`).
+    pub(crate) lib_name: String,
+    /// Every feature the package declares.
+    pub(crate) declared_features: Vec<String>,
+}
+
+/// The project `cargo cmc` runs in.
+#[derive(Debug)]
+pub(crate) struct Project {
+    pub(crate) workspace_root: PathBuf,
+    pub(crate) target_dir: PathBuf,
+    pub(crate) manifest_path: Option<PathBuf>,
+    pub(crate) packages: Vec<CmcPackage>,
+    pub(crate) args: ProjectArgs,
+}
+
+const RUNTIME: &str = "cmc-runtime";
+
+fn metadata(args: &ProjectArgs) -> Result<Metadata> {
+    let mut cmd = MetadataCommand::new();
+    if let Some(path) = &args.manifest_path {
+        cmd.manifest_path(path);
+    }
+    if args.all_features {
+        cmd.features(CargoOpt::AllFeatures);
+    }
+    if args.no_default_features {
+        cmd.features(CargoOpt::NoDefaultFeatures);
+    }
+    let features: Vec<String> = args
+        .features
+        .iter()
+        .flat_map(|f| f.split([' ', ',']))
+        .filter(|f| !f.is_empty())
+        .map(String::from)
+        .collect();
+    if !features.is_empty() {
+        cmd.features(CargoOpt::SomeFeatures(features));
+    }
+    cmd.exec().map_err(|e| match e {
+        cargo_metadata::Error::CargoMetadata { stderr } => {
+            let text = stderr.trim().trim_start_matches("error: ").to_string();
+            if text.contains("could not find `Cargo.toml`") {
+                anyhow::anyhow!("not inside a cargo project: {text}")
+            } else {
+                anyhow::anyhow!("`cargo metadata` failed: {text}")
+            }
+        }
+        other => anyhow::Error::new(other).context("cannot run `cargo metadata`"),
+    })
+}
+
+fn runtime_of(meta: &Metadata, pkg: &Package) -> Result<RuntimeSource> {
+    let resolve = meta
+        .resolve
+        .as_ref()
+        .context("`cargo metadata` returned no dependency graph")?;
+    let node = resolve
+        .nodes
+        .iter()
+        .find(|n| n.id == pkg.id)
+        .context("the package is missing from the graph")?;
+    let runtime = node
+        .deps
+        .iter()
+        .filter_map(|d| meta.packages.iter().find(|p| p.id == d.pkg))
+        .find(|p| p.name.as_str() == RUNTIME)
+        .with_context(|| {
+            format!(
+                "{} depends on {RUNTIME}, but the graph does not resolve it",
+                pkg.name
+            )
+        })?;
+    Ok(match &runtime.source {
+        None => RuntimeSource::Path(
+            runtime
+                .manifest_path
+                .parent()
+                .context("a manifest path has a parent")?
+                .to_path_buf()
+                .into(),
+        ),
+        Some(_) => RuntimeSource::Version(runtime.version.to_string()),
+    })
+}
+
+/// Discovers the project and its participating packages.
+pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
+    let meta = metadata(args)?;
+    let members: Vec<&Package> = meta.workspace_packages();
+    for spec in &args.packages {
+        if !members.iter().any(|p| p.name.as_str() == spec) {
+            bail!(
+                "package `{spec}` is not a member of the workspace at {}",
+                meta.workspace_root
+            );
+        }
+    }
+    let mut packages = Vec::new();
+    for pkg in members {
+        if pkg.name.as_str() == RUNTIME
+            || (!args.packages.is_empty() && !args.packages.iter().any(|s| s == pkg.name.as_str()))
+        {
+            continue;
+        }
+        let Some(dep) = pkg
+            .dependencies
+            .iter()
+            .find(|d| d.name == RUNTIME && d.kind == cargo_metadata::DependencyKind::Normal)
+        else {
+            if !args.packages.is_empty() {
+                bail!(
+                    "package `{}` does not depend on {RUNTIME}, so it has no models",
+                    pkg.name
+                );
+            }
+            continue;
+        };
+        let Some(lib) = pkg.targets.iter().find(|t| t.is_lib()) else {
+            bail!(
+                "package `{}` has no library target: cmc finds #[cmc::model] functions in a package's library (src/lib.rs)",
+                pkg.name
+            );
+        };
+        packages.push(CmcPackage {
+            name: pkg.name.to_string(),
+            dir: pkg
+                .manifest_path
+                .parent()
+                .context("a manifest path has a parent")?
+                .to_path_buf()
+                .into(),
+            runtime_import: dep
+                .rename
+                .clone()
+                .unwrap_or_else(|| RUNTIME.to_string())
+                .replace('-', "_"),
+            runtime: runtime_of(&meta, pkg)?,
+            lib_name: lib.name.replace('-', "_"),
+            declared_features: pkg.features.keys().cloned().collect(),
+        });
+    }
+    if packages.is_empty() {
+        bail!(
+            "no package in {} depends on {RUNTIME}: add `cmc = {{ package = \"{RUNTIME}\", version = \"...\" }}` to a package's [dependencies] and register a model with #[cmc::model]",
+            meta.workspace_root
+        );
+    }
+    Ok(Project {
+        workspace_root: meta.workspace_root.clone().into(),
+        target_dir: meta.target_directory.clone().into(),
+        manifest_path: args.manifest_path.clone(),
+        packages,
+        args: args.clone(),
+    })
+}

@@ -1,0 +1,83 @@
+//! Progress of a running search, reported to whoever installed a sink (the
+//! harness that `cargo cmc` runs prints it as JSON lines).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How often a running search reports.
+pub(crate) const INTERVAL: Duration = Duration::from_millis(250);
+
+/// A snapshot of a running search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Progress {
+    /// The model's name.
+    pub model: String,
+    /// Unique states so far.
+    pub unique: u64,
+    /// Transitions so far.
+    pub transitions: u64,
+    /// The deepest state so far.
+    pub max_depth: usize,
+    /// States waiting to be expanded.
+    pub frontier: usize,
+    /// Bytes of stored pages and visited fingerprints.
+    pub memory_bytes: usize,
+    /// Seconds since the search started.
+    pub elapsed_s: f64,
+}
+
+type Sink = fn(&Progress);
+
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+
+/// Sends progress of every search in this process to `sink` (none by
+/// default).
+pub fn set_sink(sink: Option<Sink>) {
+    *SINK.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+}
+
+pub(crate) fn report(progress: &Progress) {
+    let sink = *SINK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(sink) = sink {
+        let _sys = crate::ctx::system_scope();
+        sink(progress);
+    }
+}
+
+/// Receives each re-executed step of a replay (1-based index).
+pub type StepSink = fn(usize, &crate::trace::Step);
+
+static STEP_SINK: Mutex<Option<StepSink>> = Mutex::new(None);
+static REPLAY_STOP: Mutex<Option<usize>> = Mutex::new(None);
+
+/// Sends every step a replay re-executes, described, to `sink`.
+pub fn set_step_sink(sink: Option<StepSink>) {
+    *STEP_SINK.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+}
+
+/// Makes replays stop after step `step` (1-based), or run to the end.
+pub fn set_replay_stop(step: Option<usize>) {
+    *REPLAY_STOP.lock().unwrap_or_else(|e| e.into_inner()) = step;
+}
+
+pub(crate) fn stepping() -> bool {
+    STEP_SINK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some()
+}
+
+pub(crate) fn replay_stop() -> Option<usize> {
+    *REPLAY_STOP.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn step(index: usize, step: &crate::trace::Step) {
+    let sink = *STEP_SINK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(sink) = sink {
+        let _sys = crate::ctx::system_scope();
+        sink(index, step);
+    }
+}
