@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need
+# (headless Chromium for the HTML report test), then runs every test in
+# release mode (model checking is slow in debug builds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null && [ -z "${CMC_SKIP_BROWSER_TESTS:-}" ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq chromium >/dev/null
+fi
+
+cargo test --workspace --release
