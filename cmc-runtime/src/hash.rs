@@ -151,8 +151,8 @@ pub(crate) fn fold_hash_relocated(data: &[u8], reloc: &Relocation) -> u128 {
         let mut tail = [0u8; 64];
         tail[..rest.len()].copy_from_slice(rest);
         for (j, st) in lane.iter_mut().enumerate() {
-            let a = word(&tail, 16 * j, &Relocation::NONE);
-            let b = word(&tail, 16 * j + 8, &Relocation::NONE);
+            let a = word(&tail, 16 * j, reloc);
+            let b = word(&tail, 16 * j + 8, reloc);
             *st = fold_mul(a ^ K[4 + j], b ^ *st) ^ st.rotate_left(29);
         }
     }
@@ -321,6 +321,17 @@ mod tests {
             let mut other = page(a_low);
             other[8..16].copy_from_slice(&(a_low + 5 * span + 0x1234).to_le_bytes());
             assert_ne!(hasher.hash_relocated(&other, &at(a_low)), ha);
+            // A pointer in the last, partial stripe is relocated too.
+            let short = |low: u64| {
+                let mut p = vec![0u8; 40];
+                p[24..32].copy_from_slice(&(low + 0x40).to_le_bytes());
+                p
+            };
+            assert_eq!(
+                hasher.hash_relocated(&short(a_low), &at(a_low)),
+                hasher.hash_relocated(&short(b_low), &at(b_low)),
+                "{hasher:?}: a pointer in the tail was hashed as an address"
+            );
             // Arenas at other distances from each other still agree.
             let mut far = Relocation::default();
             far.add(0, b_low, span);
