@@ -1,6 +1,350 @@
-//! Attribute macros of cmc.
+//! Attribute macros of cmc: `#[cmc::process]` (with its helper attributes
+//! `#[handler]` and `#[invariant]`), `#[cmc::invariant]` and `#[cmc::model]`.
 //!
-//! The attributes (`#[cmc::process]`, `#[handler]`, `#[invariant]`,
-//! `#[cmc::model]`) are built on top of the engine's handler tables; until the
-//! engine exists this crate exports nothing, so no attribute can be used by
-//! mistake before it does what its documentation says.
+//! Use them through the runtime crate (`cmc::process`, ...), never from this
+//! crate directly: the generated code names the runtime as `::cmc`.
+//!
+//! Every attribute checks what it can see (signatures, attribute keys) and
+//! reports all mistakes at once, each at the code it is about; what it
+//! cannot see (which function a guard path names, what type an invariant
+//! returns) is checked by the compiler, with messages that say which
+//! signatures are accepted. On error the item is emitted as written, so one
+//! mistake does not cascade.
+
+mod ast;
+mod errors;
+mod expand;
+mod run;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use proc_macro::TokenStream;
+use syn::parse_macro_input;
+
+/// Implements [`cmc::Process`] for a type from an inherent impl block of
+/// it: the methods marked `#[handler]` make the handler table, the methods
+/// marked `#[invariant]` the per-process invariants.
+///
+/// ```text
+/// #[cmc::process]                                   // Msg = (), Shared = ()
+/// #[cmc::process(msg = MyMessage, shared = MyShared)]
+/// ```
+///
+/// `msg` and `shared` set the associated types `Process::Msg` and
+/// `Process::Shared`; each defaults to `()`.
+///
+/// # Handlers
+///
+/// Every method marked with one of
+///
+/// * `#[handler]`: enabled in every state;
+/// * `#[handler(guard = path)]`: enabled where the guard returns true;
+/// * `#[handler(timer = "name")]`: enabled while the process's timer `name`
+///   is pending; running it is the timer's expiry;
+///
+/// is an entry of the handler table, named after the method (traces show
+/// that name), in source order (the order the search tries them). A
+/// handler's signature is one of
+///
+/// ```text
+/// fn name(&mut self, ctx: &mut Ctx<Self>)   // any lifetime: Ctx<'_, Self>, cmc::Ctx<'a, Self>
+/// fn name(&mut self)                        // for handlers that need no context
+/// ```
+///
+/// # Guards
+///
+/// A guard is either
+///
+/// * a function of the same impl block, written `guard = name` or
+///   `guard = Self::name`, with one of the signatures
+///   `fn(&self) -> bool` or `fn(&self, view: &View<Self>) -> bool`; the
+///   macro reads its signature and reports a wrong one at the function; or
+/// * any other path: a free function `fn(&T) -> bool` or
+///   `fn(&T, &View<T>) -> bool` where `T` is the process type, or
+///   `Self::name` for a method of another impl block of the type. Which of
+///   the two forms it has is left to type checking, which reports a path that
+///   names nothing, or a function of neither form, at the path.
+///
+/// A guard may be the guard of several handlers. Guards are not marked; the
+/// macro leaves them as they are.
+///
+/// # Invariants
+///
+/// Every method marked `#[invariant]` is checked on every process of the
+/// type in every new state, under its method's name. Its signature is one of
+///
+/// ```text
+/// fn name(&self) -> bool               // false is a violation: "returned false"
+/// fn name(&self) -> Result<(), E>      // E: Display; Err(e) is a violation with e's message
+/// ```
+///
+/// (any type that is one of these, such as `cmc::Check`, will do).
+///
+/// # Rules
+///
+/// * The attribute goes on an inherent impl block (not a trait impl, not a
+///   type definition), and on only one impl block per type (each implements
+///   `Process`). Other impl blocks of the type may hold guards.
+/// * Generic process types are not supported: the table is built for one
+///   concrete type. Put the attribute on an impl block of a concrete type,
+///   for instance through an alias (`type Node = Generic<u8>; impl Node`).
+/// * A method is at most one handler or one invariant: marking it
+///   `#[handler]` twice, or both `#[handler]` and `#[invariant]`, is an
+///   error, since handler names identify table entries in traces.
+/// * A process needs at least one handler.
+/// * `#[cfg(..)]` on a marked method applies to its table entry too.
+///
+/// # Example
+///
+/// Two counters that count to 2 and stop: 9 states.
+///
+/// ```
+/// use cmc::{Model, Verdict};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// struct Counter {
+///     value: u8,
+/// }
+///
+/// #[cmc::process]
+/// impl Counter {
+///     #[handler(guard = below_two)]
+///     fn inc(&mut self) {
+///         self.value += 1;
+///     }
+///
+///     fn below_two(&self) -> bool {
+///         self.value < 2
+///     }
+///
+///     #[invariant]
+///     fn at_most_two(&self) -> bool {
+///         self.value <= 2
+///     }
+/// }
+///
+/// fn main() {
+///     let result = Model::new("counters", 2, |_| Counter { value: 0 })
+///         .quiescence_ok(true)
+///         .check()
+///         .unwrap();
+///     assert_eq!(result.verdict, Verdict::Pass);
+///     assert_eq!(result.stats.unique, 9);
+/// }
+/// ```
+///
+/// Every form at once: messages, shared variables, a timer, guards of both
+/// forms in the impl block and outside it, invariants of both forms.
+///
+/// ```no_run
+/// use cmc::{Ctx, Model, NetworkConfig, View};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// enum Ball {
+///     Ping(u8),
+///     Pong(u8),
+/// }
+///
+/// #[derive(Default)]
+/// struct Score {
+///     rallies: u8,
+/// }
+///
+/// struct Player {
+///     count: u8,
+///     waiting: bool,
+/// }
+///
+/// #[cmc::process(msg = Ball, shared = Score)]
+/// impl Player {
+///     #[handler(guard = can_serve)]
+///     fn serve(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         let _ = ctx.send(1, Ball::Ping(self.count));
+///         self.waiting = true;
+///         ctx.set_timer("resend");
+///     }
+///
+///     fn can_serve(&self, view: &View<'_, Self>) -> bool {
+///         view.me() == 0 && !self.waiting && self.count < 2
+///     }
+///
+///     #[handler(guard = has_mail)]
+///     fn receive(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         match ctx.recv() {
+///             Some((from, Ball::Ping(n))) => {
+///                 let _ = ctx.send(from, Ball::Pong(n));
+///             }
+///             Some((_, Ball::Pong(n))) if self.waiting && n == self.count => {
+///                 self.count += 1;
+///                 self.waiting = false;
+///                 ctx.cancel_timer("resend");
+///                 ctx.with_shared(|s| s.rallies += 1);
+///             }
+///             _ => {}
+///         }
+///     }
+///
+///     #[handler(timer = "resend")]
+///     fn resend(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         let _ = ctx.send(1, Ball::Ping(self.count));
+///         ctx.set_timer("resend");
+///     }
+///
+///     #[invariant]
+///     fn count_bounded(&self) -> Result<(), String> {
+///         if self.count <= 2 {
+///             Ok(())
+///         } else {
+///             Err(format!("count is {}", self.count))
+///         }
+///     }
+/// }
+///
+/// fn has_mail(_: &Player, view: &View<'_, Player>) -> bool {
+///     view.has_mail()
+/// }
+///
+/// fn main() {
+///     let model = Model::new("ping_pong", 2, |_| Player { count: 0, waiting: false })
+///         .network(NetworkConfig::new().capacity(2).lossy(true))
+///         .quiescence_ok(true);
+///     println!("{}", model.check().unwrap().summary());
+/// }
+/// ```
+///
+/// [`cmc::Process`]: https://docs.rs/cmc-runtime/latest/cmc/trait.Process.html
+#[proc_macro_attribute]
+pub fn process(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(input as syn::Item);
+    run::process(args.into(), &item).into()
+}
+
+/// Registers a global invariant: a free function that sees every process
+/// and the environment of a state.
+///
+/// ```text
+/// fn name(world: &World<T>) -> bool            // false is a violation: "returned false"
+/// fn name(world: &World<T>) -> Result<(), E>   // E: Display, such as cmc::Check
+/// ```
+///
+/// (`World<'_, T>` and `cmc::World<T>` are the same.) The function stays as
+/// written; the registration makes it apply to **every model whose process
+/// type is `T`**, checked and registered ones alike, under the function's
+/// name. To check a property in only some models, add it to those with
+/// [`Model::invariant`] instead.
+///
+/// # Example
+///
+/// ```
+/// use cmc::{Model, Verdict, ViolationKind, World};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// struct Tally {
+///     n: u8,
+/// }
+///
+/// #[cmc::process]
+/// impl Tally {
+///     #[handler(guard = below_three)]
+///     fn bump(&mut self) {
+///         self.n += 1;
+///     }
+///
+///     fn below_three(&self) -> bool {
+///         self.n < 3
+///     }
+/// }
+///
+/// #[cmc::invariant]
+/// fn sum_below_five(world: &World<'_, Tally>) -> Result<(), String> {
+///     let sum: u8 = world.processes().map(|t| t.n).sum();
+///     if sum < 5 {
+///         Ok(())
+///     } else {
+///         Err(format!("the tallies sum to {sum}"))
+///     }
+/// }
+///
+/// fn main() {
+///     let result = Model::new("tallies", 2, |_| Tally { n: 0 })
+///         .quiescence_ok(true)
+///         .check()
+///         .unwrap();
+///     assert_eq!(result.verdict, Verdict::Violation);
+///     let record = &result.violations[0].record;
+///     assert_eq!(record.kind, ViolationKind::Invariant);
+///     assert_eq!(record.property, "sum_below_five");
+///     assert_eq!(record.message, "the tallies sum to 5");
+/// }
+/// ```
+///
+/// [`Model::invariant`]: https://docs.rs/cmc-runtime/latest/cmc/struct.Model.html#method.invariant
+#[proc_macro_attribute]
+pub fn invariant(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(input as syn::Item);
+    run::invariant(args.into(), &item).into()
+}
+
+/// Registers a model: a function with no arguments that returns a
+/// `cmc::Model<P>`.
+///
+/// ```text
+/// fn name() -> Model<P>
+/// ```
+///
+/// The function stays as written. The model is registered under its full
+/// path, `crate::module::name` (what `module_path!()` gives, then the
+/// function's name), which replaces the name given to `Model::new`; a
+/// harness such as `cargo cmc` lists the registered models with
+/// `cmc::registry::models()`, builds one by calling the function and checks
+/// it with its own options.
+///
+/// # Example
+///
+/// ```
+/// use cmc::registry::{models, RunOptions};
+/// use cmc::{Model, Verdict};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// struct Counter {
+///     value: u8,
+/// }
+///
+/// #[cmc::process]
+/// impl Counter {
+///     #[handler]
+///     fn inc(&mut self) {
+///         self.value = (self.value + 1) % 3;
+///     }
+/// }
+///
+/// #[cmc::model]
+/// fn counters() -> Model<Counter> {
+///     Model::new("counters", 2, |_| Counter { value: 0 })
+/// }
+///
+/// fn main() {
+///     let all = models();
+///     let entry = all.iter().find(|m| m.path.ends_with("::counters")).unwrap();
+///     let result = entry.check(&RunOptions::default()).unwrap();
+///     assert_eq!(result.model, entry.path);
+///     assert_eq!(result.verdict, Verdict::Pass);
+///     assert_eq!(result.stats.unique, 9);
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn model(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(input as syn::Item);
+    run::model(args.into(), &item).into()
+}

@@ -49,6 +49,7 @@ pub use crate::trace::{
     ViolationRecord, TRACE_VERSION,
 };
 pub use crate::world::World;
+pub use cmc_macros::{invariant, model, process};
 
 impl<P: Process> Model<P> {
     /// Explores the model's state space and reports what it found.

@@ -1,0 +1,9 @@
+//! The mistakes the macros catch, each with the error the user sees, and
+//! programs that must compile and run.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/*.rs");
+}

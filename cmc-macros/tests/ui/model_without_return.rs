@@ -1,0 +1,7 @@
+// A model function that returns nothing.
+#[cmc::model]
+fn counters() {}
+
+fn main() {
+    counters();
+}
