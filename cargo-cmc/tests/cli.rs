@@ -1,0 +1,472 @@
+//! End-to-end tests of `cargo cmc` over the fixture crates in
+//! `tests/fixtures/`: verdicts, exit codes, the summary line, the JSON
+//! result object, replay, `--emit-test`, the HTML report in headless
+//! Chromium, and every error the tool reports.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    workspace().join("tests").join("fixtures").join(name)
+}
+
+/// One target directory for every fixture, so the runtime is built once.
+fn target_dir() -> PathBuf {
+    workspace().join("target").join("cmc-e2e")
+}
+
+fn cargo_cmc(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("cargo-cmc").unwrap();
+    cmd.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .arg("cmc");
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let out = cargo_cmc(dir).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked"),
+        "cargo cmc panicked:\n{stderr}"
+    );
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn summary_re(line: &str, model: &str, verdict: &str) -> bool {
+    let prefix = format!("cmc: {model} {verdict} unique=");
+    let Some(rest) = line.strip_prefix(&prefix) else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split(' ').collect();
+    parts.len() == 4
+        && parts[0].chars().all(|c| c.is_ascii_digit())
+        && parts[1].starts_with("transitions=")
+        && parts[2].starts_with("depth=")
+        && parts[3].starts_with("time=")
+        && parts[3].ends_with('s')
+}
+
+#[test]
+fn a_passing_model_passes_with_the_summary_as_its_last_line() {
+    let out = run(&fixture("passing"), &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let stdout = text(&out.stdout);
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        summary_re(last, "fixture_passing::counters", "pass"),
+        "{last}"
+    );
+    assert!(
+        last.starts_with("cmc: fixture_passing::counters pass unique=9 transitions=18 depth="),
+        "{last}"
+    );
+}
+
+#[test]
+fn list_prints_the_models_by_full_path() {
+    let out = run(&fixture("violating"), &["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        "fixture_violating::two_messages\nfixture_violating::two_messages_fifo\n"
+    );
+}
+
+#[test]
+fn a_violation_is_reported_with_trace_replay_command_and_report() {
+    let out = run(&fixture("violating"), &["check", "--strategy", "bfs"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("violation in fixture_violating::two_messages: invariant violated: in_order: process 1: received [2, 1]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("trace of fixture_violating::two_messages (3 steps):"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1. process 0 send_both"), "{stdout}");
+    assert!(
+        stdout.contains("replay it with: cargo cmc replay "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("report: "), "{stdout}");
+    // Each model's last line is its summary.
+    let summaries: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cmc: ")).collect();
+    assert_eq!(summaries.len(), 2);
+    assert!(
+        summary_re(summaries[0], "fixture_violating::two_messages", "violation"),
+        "{}",
+        summaries[0]
+    );
+    assert!(
+        summary_re(summaries[1], "fixture_violating::two_messages_fifo", "pass"),
+        "{}",
+        summaries[1]
+    );
+    assert_eq!(stdout.lines().last().unwrap(), summaries[1]);
+}
+
+fn json_result(model_filter: &str) -> Value {
+    let out = run(
+        &fixture("violating"),
+        &[
+            "check",
+            "--strategy",
+            "bfs",
+            "--message-format",
+            "json",
+            "--model",
+            model_filter,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    lines
+        .into_iter()
+        .rfind(|v| v["type"] == "result")
+        .expect("a result object")
+}
+
+#[test]
+fn the_json_result_object_has_every_promised_field() {
+    let result = json_result("two_messages");
+    let keys: Vec<&str> = result
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "type",
+            "model",
+            "verdict",
+            "unique_states",
+            "transitions",
+            "max_depth",
+            "elapsed_s",
+            "violations"
+        ]
+    );
+    // `--model two_messages` matches both models; the last result is the
+    // FIFO one, which passes. Take the violating one from the first result.
+    let out = run(
+        &fixture("violating"),
+        &["check", "--strategy", "bfs", "--message-format", "json"],
+    );
+    let first: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "result")
+        .unwrap();
+    assert_eq!(first["model"], "fixture_violating::two_messages");
+    assert_eq!(first["verdict"], "violation");
+    let v = &first["violations"][0];
+    assert_eq!(v["kind"], "invariant");
+    assert_eq!(v["property"], "in_order");
+    assert_eq!(v["message"], "process 1: received [2, 1]");
+    assert_eq!(v["trace_len"], 3);
+    assert!(Path::new(v["trace_file"].as_str().unwrap()).exists());
+    assert!(Path::new(v["report_file"].as_str().unwrap()).exists());
+    assert_eq!(result["verdict"], "pass");
+}
+
+fn violating_trace() -> PathBuf {
+    let out = run(
+        &fixture("violating"),
+        &["check", "--strategy", "bfs", "--message-format", "json"],
+    );
+    let first: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "result")
+        .unwrap();
+    PathBuf::from(first["violations"][0]["trace_file"].as_str().unwrap())
+}
+
+#[test]
+fn replay_reproduces_the_violation_and_can_stop_early() {
+    let trace = violating_trace();
+    let out = run(&fixture("violating"), &["replay", trace.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("   1. process 0 send_both"), "{stdout}");
+    assert!(stdout.contains("receives 2 from process 0"), "{stdout}");
+    assert!(stdout.contains("process 1 is now:"), "{stdout}");
+    assert!(
+        stdout.contains("the violation reproduces: invariant violated: in_order"),
+        "{stdout}"
+    );
+    let out = run(
+        &fixture("violating"),
+        &["replay", trace.to_str().unwrap(), "--step", "1"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("stopped after step 1"));
+}
+
+#[test]
+fn bad_trace_files_are_clear_errors() {
+    let dir = tempdir("bad-traces");
+    let malformed = dir.join("malformed.json");
+    std::fs::write(&malformed, "{ not json").unwrap();
+    let out = run(
+        &fixture("violating"),
+        &["replay", malformed.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("not a cmc trace"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let good: Value =
+        serde_json::from_str(&std::fs::read_to_string(violating_trace()).unwrap()).unwrap();
+    let mut other = good.clone();
+    other["model"] = "fixture_violating::no_such_model".into();
+    let other_file = dir.join("other.json");
+    std::fs::write(&other_file, other.to_string()).unwrap();
+    let out = run(
+        &fixture("violating"),
+        &["replay", other_file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("which this project does not have"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut rebuilt = good;
+    rebuilt["initial_fingerprint"] = "0123456789abcdef".into();
+    let rebuilt_file = dir.join("rebuilt.json");
+    std::fs::write(&rebuilt_file, rebuilt.to_string()).unwrap();
+    let out = run(
+        &fixture("violating"),
+        &["replay", rebuilt_file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("does not match this build"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn tool_errors_exit_with_2_and_a_message() {
+    let cases: Vec<(PathBuf, Vec<&str>, &str)> = vec![
+        (
+            fixture("no-models"),
+            vec!["check"],
+            "no models found in `fixture-no-models`",
+        ),
+        (fixture("plain"), vec!["check"], "depends on cmc-runtime"),
+        (
+            fixture("broken"),
+            vec!["check"],
+            "building package `fixture-broken` failed",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "nothing"],
+            "--model `nothing` matches none of the models",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--strategy", "sideways"],
+            "invalid value 'sideways'",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "-p", "nonexistent"],
+            "package `nonexistent` is not a member",
+        ),
+        (
+            tempdir("not-a-project"),
+            vec!["check"],
+            "not inside a cargo project",
+        ),
+    ];
+    for (dir, args, expected) in cases {
+        let out = run(&dir, &args);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?} in {}: {stderr}",
+            dir.display()
+        );
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: expected {expected:?} in:\n{stderr}"
+        );
+    }
+    // A build failure shows cargo's own diagnostics.
+    let out = run(&fixture("broken"), &["check"]);
+    assert!(
+        text(&out.stderr).contains("mismatched types"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cmc-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Copies the violating fixture, with an absolute path to the runtime.
+fn copy_of_violating() -> PathBuf {
+    let dir = tempdir("emit");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = std::fs::read_to_string(fixture("violating").join("Cargo.toml"))
+        .unwrap()
+        .replace(
+            "../../../cmc-runtime",
+            &workspace().join("cmc-runtime").display().to_string(),
+        );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::copy(
+        fixture("violating").join("src/lib.rs"),
+        dir.join("src/lib.rs"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
+    let dir = copy_of_violating();
+    let out = run(
+        &dir,
+        &[
+            "check",
+            "--model",
+            "two_messages",
+            "--emit-test",
+            "tests/regression.rs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let emitted = std::fs::read_to_string(dir.join("tests/regression.rs")).unwrap();
+    assert!(emitted.contains("#[test]") && emitted.contains("fixture_violating::two_messages"));
+    let cargo = || {
+        let mut c = std::process::Command::new(env!("CARGO"));
+        c.current_dir(&dir)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .args(["test", "--test", "regression"]);
+        c
+    };
+    let out = cargo().output().unwrap();
+    assert!(
+        !out.status.success(),
+        "the emitted test passed while the bug is there"
+    );
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(all.contains("the counterexample still reproduces"), "{all}");
+    // Fix the receiver: it no longer insists on the order.
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        lib.replace("w[0] < w[1]", "w[0] != w[1]"),
+    )
+    .unwrap();
+    let out = cargo().output().unwrap();
+    assert!(
+        out.status.success(),
+        "the emitted test fails after the fix:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Where Chromium is, or a failure (browser tests must not silently skip).
+fn chromium() -> Option<PathBuf> {
+    if std::env::var_os("CMC_SKIP_BROWSER_TESTS").is_some() {
+        return None;
+    }
+    for candidate in [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ] {
+        if Path::new(candidate).exists() {
+            return Some(candidate.into());
+        }
+    }
+    panic!("Chromium is needed for the report test: install it (apt-get install -y chromium) or set CMC_SKIP_BROWSER_TESTS=1");
+}
+
+#[test]
+fn the_html_report_renders_in_headless_chromium() {
+    let out = run(
+        &fixture("violating"),
+        &["check", "--strategy", "bfs", "--message-format", "json"],
+    );
+    let first: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "result")
+        .unwrap();
+    let report = PathBuf::from(first["violations"][0]["report_file"].as_str().unwrap());
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("fixture_violating::two_messages"));
+    let Some(browser) = chromium() else { return };
+    let profile = tempdir("chromium-profile");
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .unwrap();
+    let dom = text(&out.stdout);
+    assert!(dom.contains("data-rendered-steps=\"3\""), "{dom}");
+    assert!(dom.contains("data-errors=\"0\""), "{dom}");
+}
