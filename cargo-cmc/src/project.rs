@@ -122,11 +122,25 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             );
         }
     }
+    // Like cargo: the named packages; else the package whose manifest was
+    // given (or found from the current directory); else, at a virtual
+    // workspace root, every member.
+    let explicit = !args.packages.is_empty();
+    let selected: Vec<&Package> = if explicit {
+        members
+            .iter()
+            .copied()
+            .filter(|p| args.packages.iter().any(|s| s == p.name.as_str()))
+            .collect()
+    } else if let Some(root) = meta.root_package() {
+        vec![root]
+    } else {
+        members.clone()
+    };
+    let single = selected.len() == 1;
     let mut packages = Vec::new();
-    for pkg in members {
-        if pkg.name.as_str() == RUNTIME
-            || (!args.packages.is_empty() && !args.packages.iter().any(|s| s == pkg.name.as_str()))
-        {
+    for pkg in selected {
+        if pkg.name.as_str() == RUNTIME {
             continue;
         }
         let Some(dep) = pkg
@@ -134,7 +148,7 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             .iter()
             .find(|d| d.name == RUNTIME && d.kind == cargo_metadata::DependencyKind::Normal)
         else {
-            if !args.packages.is_empty() {
+            if explicit {
                 bail!(
                     "package `{}` does not depend on {RUNTIME}, so it has no models",
                     pkg.name
@@ -143,10 +157,13 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             continue;
         };
         let Some(lib) = pkg.targets.iter().find(|t| t.is_lib()) else {
-            bail!(
-                "package `{}` has no library target: cmc finds #[cmc::model] functions in a package's library (src/lib.rs)",
-                pkg.name
-            );
+            if explicit || single {
+                bail!(
+                    "package `{}` has no library target: cmc finds #[cmc::model] functions in a package's library (src/lib.rs)",
+                    pkg.name
+                );
+            }
+            continue;
         };
         packages.push(CmcPackage {
             name: pkg.name.to_string(),

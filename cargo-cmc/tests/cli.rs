@@ -470,3 +470,43 @@ fn the_html_report_renders_in_headless_chromium() {
     assert!(dom.contains("data-rendered-steps=\"3\""), "{dom}");
     assert!(dom.contains("data-errors=\"0\""), "{dom}");
 }
+
+#[test]
+fn features_and_manifest_path_work_like_cargo() {
+    let elsewhere = tempdir("elsewhere");
+    let manifest = fixture("passing").join("Cargo.toml");
+    let manifest = manifest.to_str().unwrap();
+    let list = |extra: &[&str]| {
+        let mut args = vec!["list", "--manifest-path", manifest];
+        args.extend_from_slice(extra);
+        let out = run(&elsewhere, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert_eq!(list(&[]), "fixture_passing::counters\n");
+    let with_extra = "fixture_passing::counters\nfixture_passing::extra_counters\n";
+    assert_eq!(list(&["--features", "extra"]), with_extra);
+    assert_eq!(list(&["--all-features"]), with_extra);
+    assert_eq!(
+        list(&["--features", "extra", "--no-default-features"]),
+        with_extra
+    );
+    let out = run(
+        &elsewhere,
+        &[
+            "check",
+            "--manifest-path",
+            manifest,
+            "--features",
+            "extra",
+            "--model",
+            "extra",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("cmc: fixture_passing::extra_counters pass unique=27 "),
+        "{}",
+        text(&out.stdout)
+    );
+}
