@@ -680,6 +680,44 @@ impl<'m, P: Process> Engine<'m, P> {
         }
     }
 
+    /// A trace step: the event, its choices, and what its run did.
+    fn describe_step(
+        &self,
+        event: Event,
+        choices: &[usize],
+        outcome: Outcome,
+        fingerprint: String,
+        before: Option<String>,
+        after: Option<String>,
+    ) -> Step {
+        let (from, to, message) = match outcome.delivered {
+            Some((from, to, m)) => (Some(from), Some(to), Some(m)),
+            None => (None, None, None),
+        };
+        Step {
+            process: (event.actor != ENV).then_some(event.actor),
+            actor: self.actor_name(event.actor),
+            handler: self.handler_name(event).into(),
+            kind: self.step_kind(event),
+            choices: choices.to_vec(),
+            message,
+            from,
+            to,
+            sent: outcome
+                .sent
+                .into_iter()
+                .map(|(to, message, fate)| Sent {
+                    to,
+                    message,
+                    fate: fate.into(),
+                })
+                .collect(),
+            fingerprint,
+            before,
+            after,
+        }
+    }
+
     /// Re-runs `steps` from the initial state to describe them.
     fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
         self.mem.restore(self.initial);
@@ -696,32 +734,14 @@ impl<'m, P: Process> Engine<'m, P> {
                     self.mem.release(s);
                     (fp, self.show(step.event.actor))
                 };
-            let (from, to, message) = match outcome.delivered {
-                Some((from, to, m)) => (Some(from), Some(to), Some(m)),
-                None => (None, None, None),
-            };
-            out.push(Step {
-                process: (step.event.actor != ENV).then_some(step.event.actor),
-                actor: self.actor_name(step.event.actor),
-                handler: self.handler_name(step.event).into(),
-                kind: self.step_kind(step.event),
-                choices: step.choices.clone(),
-                message,
-                from,
-                to,
-                sent: outcome
-                    .sent
-                    .into_iter()
-                    .map(|(to, message, fate)| Sent {
-                        to,
-                        message,
-                        fate: fate.into(),
-                    })
-                    .collect(),
+            out.push(self.describe_step(
+                step.event,
+                &step.choices,
+                outcome,
                 fingerprint,
                 before,
                 after,
-            });
+            ));
         }
         Trace {
             version: TRACE_VERSION,
@@ -1204,36 +1224,13 @@ pub(crate) fn replay<P: Process>(
             String::new()
         };
         if stepping {
-            let (from, to, message) = match outcome.delivered {
-                Some((from, to, m)) => (Some(from), Some(to), Some(m)),
-                None => (None, None, None),
+            let after = if failure.is_none() {
+                e.show(actor)
+            } else {
+                None
             };
-            let described = Step {
-                process: (actor != ENV).then_some(actor),
-                actor: e.actor_name(actor),
-                handler: name.clone(),
-                kind: e.step_kind(event),
-                choices: step.choices.clone(),
-                message,
-                from,
-                to,
-                sent: outcome
-                    .sent
-                    .into_iter()
-                    .map(|(to, message, fate)| Sent {
-                        to,
-                        message,
-                        fate: fate.into(),
-                    })
-                    .collect(),
-                fingerprint: fp.clone(),
-                before,
-                after: if failure.is_none() {
-                    e.show(actor)
-                } else {
-                    None
-                },
-            };
+            let described =
+                e.describe_step(event, &step.choices, outcome, fp.clone(), before, after);
             crate::progress::step(k + 1, &described);
         }
         if let Some(record) = failure {

@@ -3,6 +3,7 @@
 //! section. `cargo cmc check` proves the first (20 states) and finds the
 //! shortest path into the second's bug (4 steps with `--strategy bfs`).
 
+// ANCHOR: shared
 /// The variables both processes share.
 #[derive(Debug, Default)]
 pub struct Flags {
@@ -12,6 +13,9 @@ pub struct Flags {
     pub turn: usize,
 }
 
+// ANCHOR_END: shared
+
+// ANCHOR: process
 /// One process: its program counter (0 idle, 1 flag raised, 2 turn given,
 /// 3 critical section) and which algorithm it runs.
 #[derive(Debug)]
@@ -65,6 +69,9 @@ impl Proc {
     }
 }
 
+// ANCHOR_END: process
+
+// ANCHOR: invariant
 /// At most one process in the critical section.
 #[cmc::invariant]
 fn mutual_exclusion(world: &cmc::World<'_, Proc>) -> Result<(), String> {
@@ -75,6 +82,9 @@ fn mutual_exclusion(world: &cmc::World<'_, Proc>) -> Result<(), String> {
     }
 }
 
+// ANCHOR_END: invariant
+
+// ANCHOR: models
 /// Peterson's algorithm: mutually exclusive.
 #[cmc::model]
 pub fn peterson() -> cmc::Model<Proc> {
@@ -94,3 +104,4 @@ pub fn check_then_set() -> cmc::Model<Proc> {
     })
     .debug_states()
 }
+// ANCHOR_END: models

@@ -1,0 +1,44 @@
+//! What cmc finds in each model of the book: the chapters quote these
+//! numbers, and this test keeps them true.
+
+use cmc::{ReplayOutcome, Strategy, Verdict, ViolationKind};
+
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
+
+#[test]
+fn the_first_model_has_nine_states() {
+    let r = tutorial::first::two_counters().check().unwrap();
+    assert_eq!(r.verdict, Verdict::Pass);
+    assert_eq!((r.stats.unique, r.stats.transitions), (9, 18));
+}
+
+#[test]
+fn the_lossy_link_delivers_in_order() {
+    let r = tutorial::lossy::lossy_link().check().unwrap();
+    assert_eq!(
+        r.verdict,
+        Verdict::Pass,
+        "{:?}",
+        r.violations.first().map(|v| v.to_string())
+    );
+    assert_eq!(r.stats.unique, LOSSY_STATES);
+}
+
+/// Pinned: the chapter "Writing models" quotes it.
+const LOSSY_STATES: u64 = 121;
+
+#[test]
+fn a_leak_is_found() {
+    let r = tutorial::properties::leaky()
+        .strategy(Strategy::Bfs)
+        .check()
+        .unwrap();
+    let v = &r.violations[0];
+    assert_eq!(v.record.kind, ViolationKind::Leak);
+    assert_eq!(v.trace.steps.len(), 1);
+    assert_eq!(
+        tutorial::properties::leaky().replay(&v.trace).unwrap(),
+        ReplayOutcome::Reproduced(v.record.clone())
+    );
+}
