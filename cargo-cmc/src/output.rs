@@ -22,8 +22,14 @@ pub(crate) struct Saved {
     pub(crate) report_file: PathBuf,
 }
 
-/// How often the plain (non-terminal) progress line is printed.
-const PLAIN_INTERVAL: Duration = Duration::from_secs(5);
+/// How often the plain (non-terminal) progress line is printed, unless
+/// `CMC_PROGRESS_INTERVAL_MS` says otherwise.
+fn plain_interval() -> Duration {
+    std::env::var("CMC_PROGRESS_INTERVAL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(5), Duration::from_millis)
+}
 
 pub(crate) struct Output {
     format: MessageFormat,
@@ -88,7 +94,7 @@ impl Output {
             MessageFormat::Human => {
                 if let Some(bar) = &self.bar {
                     bar.set_message(describe(p));
-                } else if self.last_plain.elapsed() >= PLAIN_INTERVAL {
+                } else if self.last_plain.elapsed() >= plain_interval() {
                     self.last_plain = Instant::now();
                     eprintln!("cmc: {} running: {}", p.model, describe(p));
                 }

@@ -63,7 +63,10 @@ fn summary_re(line: &str, model: &str, verdict: &str) -> bool {
 
 #[test]
 fn a_passing_model_passes_with_the_summary_as_its_last_line() {
-    let out = run(&fixture("passing"), &["check"]);
+    let out = run(
+        &fixture("passing"),
+        &["check", "--model", "passing::counters"],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -483,8 +486,12 @@ fn features_and_manifest_path_work_like_cargo() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         text(&out.stdout)
     };
-    assert_eq!(list(&[]), "fixture_passing::counters\n");
-    let with_extra = "fixture_passing::counters\nfixture_passing::extra_counters\n";
+    assert_eq!(
+        list(&[]),
+        "fixture_passing::counters\nfixture_passing::many_counters\n"
+    );
+    let with_extra =
+        "fixture_passing::counters\nfixture_passing::extra_counters\nfixture_passing::many_counters\n";
     assert_eq!(list(&["--features", "extra"]), with_extra);
     assert_eq!(list(&["--all-features"]), with_extra);
     assert_eq!(
@@ -509,4 +516,41 @@ fn features_and_manifest_path_work_like_cargo() {
         "{}",
         text(&out.stdout)
     );
+}
+
+#[test]
+fn progress_is_reported_while_a_model_runs() {
+    // JSON: progress objects for the model, then its result.
+    let out = run(
+        &fixture("passing"),
+        &["check", "--model", "many", "--message-format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let progress: Vec<&Value> = lines.iter().filter(|v| v["type"] == "progress").collect();
+    assert!(!progress.is_empty(), "no progress line in {lines:?}");
+    assert_eq!(progress[0]["model"], "fixture_passing::many_counters");
+    assert!(progress[0]["progress"]["unique"].as_u64().unwrap() > 0);
+    assert_eq!(lines.last().unwrap()["unique_states"], 100_000);
+    // Not a terminal: a plain line on standard error every interval.
+    let out = cargo_cmc(&fixture("passing"))
+        .env("CMC_PROGRESS_INTERVAL_MS", "0")
+        .args(["check", "--model", "many"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.lines().any(|l| l
+            .starts_with("cmc: fixture_passing::many_counters running: unique=")
+            && l.contains(" states/s=")),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("cmc: fixture_passing::many_counters pass unique=100000 "));
 }

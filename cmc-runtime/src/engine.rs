@@ -75,51 +75,40 @@ struct RawStep {
     choices: Vec<usize>,
 }
 
-/// Encodes steps for the crash log: the count, then per step the actor
-/// (`u64::MAX` for the environment), the handler, the number of choices and
-/// the choices.
-fn encode(steps: &[RawStep], extra: Option<(Event, &[usize])>) -> Vec<u64> {
-    let mut out = vec![(steps.len() + usize::from(extra.is_some())) as u64];
-    let mut push = |e: Event, choices: &[usize]| {
-        out.push(if e.actor == ENV {
-            u64::MAX
-        } else {
-            e.actor as u64
-        });
-        out.push(e.handler as u64);
-        out.push(choices.len() as u64);
-        out.extend(choices.iter().map(|&c| c as u64));
+/// The steps of a crash: the recorded path to the node being expanded,
+/// then the step that was running (from the current record).
+fn crash_steps(
+    current: Option<&[u64]>,
+    ancestry: Option<Vec<(u32, u32, Vec<u64>)>>,
+) -> Option<Vec<RawStep>> {
+    let [isolate::CHECKING, _node, actor, handler, n, script @ ..] = current? else {
+        return None;
     };
-    for s in steps {
-        push(s.event, &s.choices);
-    }
-    if let Some((e, choices)) = extra {
-        push(e, choices);
-    }
-    out
-}
-
-fn decode(words: &[u64]) -> Option<Vec<RawStep>> {
-    let mut it = words.iter().copied();
-    let n = it.next()? as usize;
-    let mut steps = Vec::with_capacity(n);
-    for _ in 0..n {
-        let actor = it.next()?;
-        let handler = it.next()? as usize;
-        let k = it.next()? as usize;
-        let choices: Vec<usize> = (0..k)
-            .map(|_| it.next().map(|c| c as usize))
-            .collect::<Option<_>>()?;
-        let actor = if actor == u64::MAX {
+    let actor_of = |a: u64| {
+        if a == u64::MAX || a == u64::from(u32::MAX) {
             ENV
         } else {
-            actor as usize
-        };
-        steps.push(RawStep {
-            event: Event { actor, handler },
-            choices,
-        });
-    }
+            a as usize
+        }
+    };
+    let mut steps: Vec<RawStep> = ancestry?
+        .into_iter()
+        .map(|(actor, handler, choices)| RawStep {
+            event: Event {
+                actor: actor_of(u64::from(actor)),
+                handler: handler as usize,
+            },
+            choices: choices.into_iter().map(|c| c as usize).collect(),
+        })
+        .collect();
+    let n = (*n as usize).min(script.len());
+    steps.push(RawStep {
+        event: Event {
+            actor: actor_of(*actor),
+            handler: *handler as usize,
+        },
+        choices: script[..n].iter().map(|&c| c as usize).collect(),
+    });
     Some(steps)
 }
 
@@ -636,6 +625,12 @@ impl<'m, P: Process> Engine<'m, P> {
             choices_len: choices.len() as u32,
         });
         self.choice_pool.extend_from_slice(choices);
+        let actor = if e.actor == ENV {
+            u32::MAX
+        } else {
+            e.actor as u32
+        };
+        isolate::record_node(parent, actor, e.handler as u32, choices);
         id
     }
 
@@ -901,11 +896,6 @@ impl<P: Process> Search<'_, '_, P> {
             self.bounded = true;
             return;
         }
-        let prefix = if isolate::active() {
-            self.engine.path(item.node)
-        } else {
-            Vec::new()
-        };
         for event in events {
             let mut script = Vec::new();
             loop {
@@ -913,7 +903,22 @@ impl<P: Process> Search<'_, '_, P> {
                     return;
                 }
                 self.engine.mem.restore(item.state);
-                isolate::record(|| encode(&prefix, Some((event, &script))));
+                isolate::record(|| {
+                    let actor = if event.actor == ENV {
+                        u64::MAX
+                    } else {
+                        event.actor as u64
+                    };
+                    let mut w = vec![
+                        isolate::CHECKING,
+                        u64::from(item.node),
+                        actor,
+                        event.handler as u64,
+                    ];
+                    w.push(script.len() as u64);
+                    w.extend(script.iter().map(|&c| c as u64));
+                    w
+                });
                 let ranges = self.transition(item, event, script);
                 match next_script(&ranges) {
                     Some(next) => script = next,
@@ -1176,19 +1181,7 @@ pub(crate) fn replay<P: Process>(
                 ),
             });
         }
-        isolate::record(|| {
-            let done: Vec<RawStep> = trace.steps[..=k]
-                .iter()
-                .map(|s| RawStep {
-                    event: Event {
-                        actor: ENV,
-                        handler: 0,
-                    },
-                    choices: s.choices.clone(),
-                })
-                .collect();
-            encode(&done, None)
-        });
+        isolate::record(|| vec![isolate::REPLAYING, (k + 1) as u64]);
         let stepping = crate::progress::stepping();
         let before = if stepping { e.show(actor) } else { None };
         let outcome = e.run(event, step.choices.clone(), stepping);
@@ -1316,9 +1309,10 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
         ChildEnd::Crashed {
             signal,
             log,
+            ancestry,
             stderr,
         } => {
-            let steps = log.as_deref().and_then(decode).unwrap_or_default();
+            let steps = crash_steps(log.as_deref(), ancestry).unwrap_or_default();
             let Some(last) = steps.last().cloned() else {
                 return Err(CheckError::Isolation(format!(
                     "it was killed by {} before its first transition: {}",
@@ -1416,8 +1410,12 @@ pub(crate) fn replay_isolated<P: Process>(
             signal,
             log,
             stderr,
+            ..
         } => {
-            let done = log.as_deref().and_then(decode).map_or(0, |s| s.len());
+            let done = match log.as_deref() {
+                Some([isolate::REPLAYING, step]) => *step as usize,
+                _ => 0,
+            };
             let Some(step) = done.checked_sub(1).and_then(|k| trace.steps.get(k)) else {
                 return Err(CheckError::Isolation(format!(
                     "it was killed by {} before the first step: {}",

@@ -14,9 +14,26 @@ use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Words in the crash log (8 MiB): enough for paths of hundreds of
-/// thousands of steps.
-const LOG_WORDS: usize = 1 << 20;
+/// Layout of the crash log, in 64-bit words:
+///
+/// * `[0]` the magic word, `[1]` the length of the current record, then
+///   `CURRENT` words: what the child is doing right now (the node it
+///   expands and the step it runs, or the replay step);
+/// * the node count, then `NODES` records of three words (parent, actor,
+///   handler and choice count packed, offset of the choices): a mirror of the
+///   search tree, appended once per stored state;
+/// * the choice count, then `CHOICES` words of choice values.
+///
+/// The mapping is shared, anonymous and not reserved: only the pages
+/// written cost memory. Recording is O(1) per state and per transition.
+const CURRENT: usize = 1 << 12;
+const NODES: usize = 1 << 24;
+const CHOICES: usize = 1 << 26;
+const NODE_COUNT_AT: usize = 2 + CURRENT;
+const NODES_AT: usize = NODE_COUNT_AT + 1;
+const CHOICE_COUNT_AT: usize = NODES_AT + 3 * NODES;
+const CHOICES_AT: usize = CHOICE_COUNT_AT + 1;
+const LOG_WORDS: usize = CHOICES_AT + CHOICES;
 const MAGIC: u64 = 0x636d_635f_6c6f_6721;
 
 /// The shared crash log.
@@ -39,7 +56,7 @@ impl CrashLog {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
@@ -57,9 +74,9 @@ impl CrashLog {
         unsafe { &*self.words.add(i) }
     }
 
-    /// Writes a record: word 0 the magic, word 1 its length, then the words.
+    /// Replaces the current record.
     fn write(&self, data: &[u64]) {
-        let n = data.len().min(LOG_WORDS - 2);
+        let n = data.len().min(CURRENT);
         self.word(1).store(0, Ordering::Release);
         for (i, &w) in data[..n].iter().enumerate() {
             self.word(2 + i).store(w, Ordering::Relaxed);
@@ -79,6 +96,62 @@ impl CrashLog {
                 .collect(),
         )
     }
+
+    /// Appends a node of the search tree; false when the log is full.
+    fn push_node(&self, parent: u32, actor: u32, handler: u32, choices: &[usize]) -> bool {
+        let id = self.word(NODE_COUNT_AT).load(Ordering::Relaxed) as usize;
+        let at = self.word(CHOICE_COUNT_AT).load(Ordering::Relaxed) as usize;
+        if id >= NODES || at + choices.len() > CHOICES || choices.len() > u32::MAX as usize {
+            return false;
+        }
+        for (k, &c) in choices.iter().enumerate() {
+            self.word(CHOICES_AT + at + k)
+                .store(c as u64, Ordering::Relaxed);
+        }
+        let base = NODES_AT + 3 * id;
+        self.word(base).store(
+            (u64::from(parent) << 32) | u64::from(actor),
+            Ordering::Relaxed,
+        );
+        self.word(base + 1).store(
+            (u64::from(handler) << 32) | choices.len() as u64,
+            Ordering::Relaxed,
+        );
+        self.word(base + 2).store(at as u64, Ordering::Relaxed);
+        self.word(CHOICE_COUNT_AT)
+            .store((at + choices.len()) as u64, Ordering::Release);
+        self.word(NODE_COUNT_AT)
+            .store(id as u64 + 1, Ordering::Release);
+        true
+    }
+
+    /// The steps from the root to `node`, as (actor, handler, choices);
+    /// `None` when the node was not recorded.
+    fn ancestry(&self, mut node: u32) -> Option<Vec<(u32, u32, Vec<u64>)>> {
+        let count = self.word(NODE_COUNT_AT).load(Ordering::Acquire) as usize;
+        let mut steps = Vec::new();
+        loop {
+            if node as usize >= count {
+                return None;
+            }
+            let base = NODES_AT + 3 * node as usize;
+            let w0 = self.word(base).load(Ordering::Relaxed);
+            let w1 = self.word(base + 1).load(Ordering::Relaxed);
+            let at = self.word(base + 2).load(Ordering::Relaxed) as usize;
+            let parent = (w0 >> 32) as u32;
+            if parent == u32::MAX {
+                break;
+            }
+            let n = (w1 & 0xffff_ffff) as usize;
+            let choices = (0..n)
+                .map(|k| self.word(CHOICES_AT + at + k).load(Ordering::Relaxed))
+                .collect();
+            steps.push((w0 as u32, (w1 >> 32) as u32, choices));
+            node = parent;
+        }
+        steps.reverse();
+        Some(steps)
+    }
 }
 
 impl Drop for CrashLog {
@@ -87,6 +160,22 @@ impl Drop for CrashLog {
         unsafe { libc::munmap(self.words.cast(), LOG_WORDS * 8) };
     }
 }
+
+/// Records a node of the search tree in the crash log of the isolated run
+/// on this thread, if there is one.
+pub(crate) fn record_node(parent: u32, actor: u32, handler: u32, choices: &[usize]) {
+    let log = LOG.with(Cell::get);
+    if !log.is_null() {
+        // SAFETY: the log outlives the isolated run that set the pointer.
+        let _ = unsafe { (*log).push_node(parent, actor, handler, choices) };
+    }
+}
+
+/// The first word of a current record written by a check: then the node
+/// being expanded, the actor, the handler, the script length and the script.
+pub(crate) const CHECKING: u64 = 1;
+/// The first word of a current record written by a replay: then the step.
+pub(crate) const REPLAYING: u64 = 2;
 
 /// Records `words` in the crash log of the isolated run on this thread, if
 /// there is one (a no-op otherwise).
@@ -99,11 +188,6 @@ pub(crate) fn record(words: impl FnOnce() -> Vec<u64>) {
     }
 }
 
-/// Whether an isolated run is in progress on this thread.
-pub(crate) fn active() -> bool {
-    !LOG.with(Cell::get).is_null()
-}
-
 /// The descriptor the child writes its result to.
 const RESULT_FD: i32 = 3;
 
@@ -111,10 +195,12 @@ const RESULT_FD: i32 = 3;
 pub(crate) enum ChildEnd {
     /// It exited normally with this result text.
     Finished(String),
-    /// It died of a signal; the last crash-log record, and what it printed.
+    /// It died of a signal: its current record, the steps to the node that
+    /// record names (when it names one), and what it printed.
     Crashed {
         signal: i32,
         log: Option<Vec<u64>>,
+        ancestry: Option<Vec<(u32, u32, Vec<u64>)>>,
         stderr: String,
     },
     /// It exited with an error status without a result.
@@ -207,9 +293,16 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
     // SAFETY: waits for our own child.
     unsafe { libc::waitpid(pid, &mut status, 0) };
     Ok(if libc::WIFSIGNALED(status) {
+        let current = log.read();
+        // A check's record starts with the node being expanded.
+        let ancestry = match current.as_deref() {
+            Some([CHECKING, node, ..]) => log.ancestry(*node as u32),
+            _ => None,
+        };
         ChildEnd::Crashed {
             signal: libc::WTERMSIG(status),
-            log: log.read(),
+            log: current,
+            ancestry,
             stderr,
         }
     } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty() {
