@@ -100,22 +100,40 @@ fn main() {
 }
 "#;
 
+/// Writes `contents` to `path` atomically (a temporary file renamed over
+/// it), so that a concurrent `cargo cmc` or cargo build never reads a half
+/// written file.
+fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, contents).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
 fn write_if_changed(path: &Path, contents: &str) -> Result<()> {
     if std::fs::read_to_string(path).ok().as_deref() != Some(contents) {
-        std::fs::write(path, contents)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_atomically(path, contents.as_bytes())?;
     }
     Ok(())
 }
 
 /// Generates and builds the harness of `pkg`.
 pub(crate) fn build(project: &Project, pkg: &CmcPackage) -> Result<Harness> {
-    let name = format!("cmc-harness-{}", pkg.name);
+    // One harness per package *and configuration* (features, runtime): runs
+    // with different features, at the same time or one after the other,
+    // neither overwrite each other's manifest nor each other's binary.
+    let config = manifest(project, pkg, "cmc-harness");
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        config.hash(&mut h);
+        format!("{:08x}", h.finish() as u32)
+    };
+    let name = format!("cmc-harness-{}-{key}", pkg.name);
     let dir = project
         .target_dir
         .join("cmc")
         .join("harness")
-        .join(&pkg.name);
+        .join(format!("{}-{key}", pkg.name));
     std::fs::create_dir_all(dir.join("src"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
     write_if_changed(&dir.join("Cargo.toml"), &manifest(project, pkg, &name))?;
@@ -124,7 +142,9 @@ pub(crate) fn build(project: &Project, pkg: &CmcPackage) -> Result<Harness> {
     // versions of every dependency.
     let lock = project.workspace_root.join("Cargo.lock");
     if lock.exists() && !dir.join("Cargo.lock").exists() {
-        std::fs::copy(&lock, dir.join("Cargo.lock")).context("cannot copy Cargo.lock")?;
+        let contents =
+            std::fs::read(&lock).with_context(|| format!("cannot read {}", lock.display()))?;
+        write_atomically(&dir.join("Cargo.lock"), &contents)?;
     }
     let build_dir = project.target_dir.join("cmc").join("build");
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))

@@ -840,7 +840,7 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     fn maybe_report_progress(&mut self) {
-        if self.last_progress.elapsed() < crate::progress::INTERVAL {
+        if self.last_progress.elapsed() < crate::progress::interval() {
             return;
         }
         self.last_progress = Instant::now();

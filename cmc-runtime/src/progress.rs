@@ -6,8 +6,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// How often a running search reports.
-pub(crate) const INTERVAL: Duration = Duration::from_millis(250);
+/// How often a running search reports: every 250 ms, or every
+/// `CMC_PROGRESS_INTERVAL_MS` milliseconds when that is set.
+pub(crate) fn interval() -> Duration {
+    static INTERVAL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *INTERVAL.get_or_init(|| {
+        std::env::var("CMC_PROGRESS_INTERVAL_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Duration::from_millis(250), Duration::from_millis)
+    })
+}
 
 /// A snapshot of a running search.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
