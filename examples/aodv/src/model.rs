@@ -1,0 +1,562 @@
+//! The cmc model of AODV (thesis §4.4): every process is a [`Node`] driven
+//! by the events of thesis Table 4.1, over a fully connected network that
+//! is a bounded, unordered, lossy multiset of packets (the wire bytes).
+//!
+//! Time is abstract: the engine's timers are kept per process and any
+//! pending one may expire at any moment, except the long ones
+//! (DELETE_PERIOD for route deletion and the reboot wait,
+//! PATH_DISCOVERY_TIME for the RREQ ID cache), which are only allowed to
+//! expire when the network holds no packet. In real time these periods are
+//! far longer than a packet can live (NET_TRAVERSAL_TIME), so when they end
+//! every packet sent before they began is gone; without that rule the
+//! checker reports loops that need a packet to outlive DELETE_PERIOD (see
+//! the README).
+
+use std::fmt;
+
+use cmc::{Ctx, Model, NetworkConfig, View, World};
+
+use crate::message::{Addr, Message};
+use crate::node::{Action, Config, Node, Timer};
+use crate::INFINITY;
+
+/// The address of model process `i`: 10.0.0.(i+1).
+pub fn addr_of(i: usize) -> Addr {
+    Addr::new(10, 0, 0, i as u8 + 1)
+}
+
+/// The model process of address `a`.
+pub fn index_of(a: Addr) -> usize {
+    (a.0 - addr_of(0).0) as usize
+}
+
+/// A packet in flight: the encoded message. Its `Debug` decodes it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Packet(pub Vec<u8>);
+
+impl fmt::Debug for Packet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match Message::decode(&self.0) {
+            Ok(m) => write!(f, "{m:?}"),
+            Err(e) => write!(f, "<{e}: {:02x?}>", self.0),
+        }
+    }
+}
+
+/// Nodes a model may have.
+pub const MAX_NODES: usize = 8;
+
+/// What the environment knows of every routing table: `next[i][d]` is
+/// 1 + the index of node `i`'s next hop towards node `d` when that route
+/// is valid, else 0. Handlers publish it after every step; the guards of
+/// the long timers read it (a guard sees only its own process).
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct Network {
+    next: [[u8; MAX_NODES]; MAX_NODES],
+}
+
+impl Network {
+    /// Whether some node other than `n` has a valid route to `d` (or, with
+    /// `None`, to any destination other than `n`) whose next hop is `n`.
+    fn routes_through(&self, n: usize, d: Option<usize>) -> bool {
+        self.next.iter().enumerate().any(|(i, row)| {
+            i != n
+                && row.iter().enumerate().any(|(dest, &hop)| {
+                    hop as usize == n + 1 && dest != n && d.is_none_or(|d| d == dest)
+                })
+        })
+    }
+}
+
+/// Timers a model node holds at most.
+const MAX_TIMERS: usize = 48;
+
+/// A timer as three words (kind, address, RREQ ID): `Timer` is an enum
+/// whose smaller variants leave bytes unwritten, and cmc compares bytes.
+type TimerKey = [u32; 3];
+
+fn key(t: Timer) -> TimerKey {
+    match t {
+        Timer::RouteExpiry(a) => [0, a.0, 0],
+        Timer::DiscoveryRetry(a) => [1, a.0, 0],
+        Timer::RouteDelete(a) => [2, a.0, 0],
+        Timer::RreqSeen(a, id) => [3, a.0, id],
+        Timer::RebootWait => [4, 0, 0],
+    }
+}
+
+fn timer(k: TimerKey) -> Timer {
+    match k {
+        [0, a, _] => Timer::RouteExpiry(Addr(a)),
+        [1, a, _] => Timer::DiscoveryRetry(Addr(a)),
+        [2, a, _] => Timer::RouteDelete(Addr(a)),
+        [3, a, id] => Timer::RreqSeen(Addr(a), id),
+        _ => Timer::RebootWait,
+    }
+}
+
+/// A node of the model: the engine and the timers it asked for (inline and
+/// padding-free, like the engine's own state).
+#[repr(C)]
+pub struct AodvNode {
+    /// The protocol engine.
+    pub node: Node,
+    timers: [TimerKey; MAX_TIMERS],
+    n_timers: u32,
+    nodes: u32,
+}
+
+impl fmt::Debug for AodvNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&show(self))
+    }
+}
+
+impl AodvNode {
+    fn new(i: usize, nodes: usize) -> Self {
+        let config = Config {
+            rreq_retries: 0,
+            gratuitous: true,
+            dest_only: false,
+        };
+        AodvNode {
+            node: Node::new(addr_of(i), config),
+            timers: [[0; 3]; MAX_TIMERS],
+            n_timers: 0,
+            nodes: nodes as u32,
+        }
+    }
+
+    /// The pending timers, in canonical order.
+    pub fn timers(&self) -> Vec<Timer> {
+        self.keys().iter().map(|&k| timer(k)).collect()
+    }
+
+    fn keys(&self) -> &[TimerKey] {
+        &self.timers[..self.n_timers as usize]
+    }
+
+    fn set(&mut self, t: Timer) {
+        let (k, n) = (key(t), self.n_timers as usize);
+        if let Err(at) = self.keys().binary_search(&k) {
+            assert!(n < MAX_TIMERS, "more than {MAX_TIMERS} timers pending");
+            self.timers.copy_within(at..n, at + 1);
+            self.timers[at] = k;
+            self.n_timers += 1;
+        }
+    }
+
+    fn cancel(&mut self, t: Timer) {
+        let (k, n) = (key(t), self.n_timers as usize);
+        if let Ok(at) = self.keys().binary_search(&k) {
+            self.timers.copy_within(at + 1..n, at);
+            self.timers[n - 1] = [0; 3];
+            self.n_timers -= 1;
+        }
+    }
+
+    /// Whether timer `t` may expire now, given the network.
+    fn may_fire(&self, t: Timer, in_flight: usize, net: &Network) -> bool {
+        let me = index_of(self.node.addr());
+        match t {
+            Timer::RouteExpiry(_) | Timer::DiscoveryRetry(_) => true,
+            // DELETE_PERIOD and PATH_DISCOVERY_TIME outlast every packet;
+            // DELETE_PERIOD also outlasts every route that other nodes
+            // learned through this node (ACTIVE_ROUTE_TIMEOUT is shorter,
+            // and using such a route makes this node send a RERR).
+            Timer::RreqSeen(..) => in_flight == 0,
+            Timer::RouteDelete(d) => in_flight == 0 && !net.routes_through(me, Some(index_of(d))),
+            Timer::RebootWait => in_flight == 0 && !net.routes_through(me, None),
+        }
+    }
+
+    fn publish(&self, ctx: &mut Ctx<'_, Self>) {
+        let me = index_of(self.node.addr());
+        let mut row = [0u8; MAX_NODES];
+        for r in self.node.routes().iter().filter(|r| r.is_valid()) {
+            row[index_of(r.dest)] = index_of(r.next_hop) as u8 + 1;
+        }
+        if ctx.shared().next[me] != row {
+            ctx.with_shared(|s| s.next[me] = row);
+        }
+    }
+
+    fn apply(&mut self, actions: Vec<Action>, ctx: &mut Ctx<'_, Self>) {
+        for a in actions {
+            match a {
+                Action::Broadcast(m) => {
+                    let _ = ctx.broadcast(Packet(m.encode()));
+                }
+                Action::Unicast(to, m) => {
+                    let _ = ctx.send(index_of(to), Packet(m.encode()));
+                }
+                Action::SetTimer(t, _) => self.set(t),
+                Action::CancelTimer(t) => self.cancel(t),
+                Action::CancelAllTimers => {
+                    self.timers = [[0; 3]; MAX_TIMERS];
+                    self.n_timers = 0;
+                }
+                Action::RouteFound(_) | Action::DiscoveryFailed(_) => {}
+            }
+        }
+        self.publish(ctx);
+    }
+
+    /// Destinations this node lacks a valid route to and is not already
+    /// looking for.
+    fn wanted(&self) -> Vec<Addr> {
+        (0..self.nodes as usize)
+            .map(addr_of)
+            .filter(|&d| {
+                d != self.node.addr()
+                    && self.node.routes().valid(d).is_none()
+                    && !self.node.discovering(d)
+            })
+            .collect()
+    }
+
+    fn short_timers(&self) -> Vec<Timer> {
+        self.timers()
+            .into_iter()
+            .filter(|t| matches!(t, Timer::RouteExpiry(_) | Timer::DiscoveryRetry(_)))
+            .collect()
+    }
+
+    fn long_timers(&self, in_flight: usize, net: &Network) -> Vec<Timer> {
+        self.timers()
+            .into_iter()
+            .filter(|t| !matches!(t, Timer::RouteExpiry(_) | Timer::DiscoveryRetry(_)))
+            .filter(|&t| self.may_fire(t, in_flight, net))
+            .collect()
+    }
+
+    fn fire(&mut self, t: Timer, ctx: &mut Ctx<'_, Self>) {
+        self.cancel(t);
+        let actions = self.node.timer_expired(t);
+        self.apply(actions, ctx);
+    }
+}
+
+// ANCHOR: process
+#[cmc::process(msg = Packet, shared = Network)]
+impl AodvNode {
+    /// Table 4.1: a node without a valid route to some destination starts a
+    /// route discovery (every such destination is explored).
+    #[handler(guard = Self::can_originate)]
+    fn originate(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let wanted = self.wanted();
+        let dest = wanted[cmc::choose(wanted.len())];
+        let actions = self.node.originate(dest);
+        self.apply(actions, ctx);
+    }
+
+    fn can_originate(&self) -> bool {
+        !self.node.is_waiting() && !self.wanted().is_empty()
+    }
+
+    /// Table 4.1: a pending message is received.
+    #[handler(guard = Self::has_mail)]
+    fn receive(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if let Some((from, Packet(bytes))) = ctx.recv() {
+            let actions = self.node.receive(addr_of(from), &bytes);
+            self.apply(actions, ctx);
+        }
+    }
+
+    fn has_mail(&self, view: &View<'_, Self>) -> bool {
+        view.has_mail()
+    }
+
+    /// Table 4.1: a route times out, or a discovery's wait ends (any order:
+    /// time is abstract).
+    #[handler(guard = Self::has_short_timer)]
+    fn timeout(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let ts = self.short_timers();
+        let t = ts[cmc::choose(ts.len())];
+        self.fire(t, ctx);
+    }
+
+    fn has_short_timer(&self) -> bool {
+        !self.short_timers().is_empty()
+    }
+
+    /// DELETE_PERIOD or PATH_DISCOVERY_TIME ends: only once the network is
+    /// empty and, for DELETE_PERIOD, no other node routes through this one
+    /// (see the module documentation).
+    #[handler(guard = Self::long_timer_may_fire)]
+    fn long_timeout(&mut self, ctx: &mut Ctx<'_, Self>) {
+        // The guard held in this state, so the network is empty.
+        let ts = self.long_timers(0, ctx.shared());
+        let t = ts[cmc::choose(ts.len())];
+        self.fire(t, ctx);
+    }
+
+    fn long_timer_may_fire(&self, view: &View<'_, Self>) -> bool {
+        !self.long_timers(view.in_flight(), view.shared()).is_empty()
+    }
+
+    /// Table 4.1: the link to a neighbour breaks (every neighbour is
+    /// explored).
+    #[handler]
+    fn link_break(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let peers: Vec<usize> = ctx.peers().collect();
+        let n = peers[cmc::choose(peers.len())];
+        let actions = self.node.link_broken(addr_of(n));
+        self.apply(actions, ctx);
+    }
+
+    /// Table 4.1: the node reboots and loses its state.
+    #[handler]
+    fn reboot(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let actions = self.node.reboot();
+        self.apply(actions, ctx);
+    }
+
+    /// At most one entry per destination (and the table is sorted).
+    #[invariant]
+    fn one_entry_per_destination(&self) -> Result<(), String> {
+        let dests: Vec<Addr> = self.node.routes().iter().map(|r| r.dest).collect();
+        if dests.windows(2).all(|w| w[0] < w[1]) {
+            Ok(())
+        } else {
+            Err(format!("{:?} has entries for {dests:?}", self.node.addr()))
+        }
+    }
+
+    /// A route to self has hop count 0, or there is none (this port keeps
+    /// none).
+    #[invariant]
+    fn route_to_self(&self) -> Result<(), String> {
+        match self.node.routes().get(self.node.addr()) {
+            Some(r) if r.hops != 0 => Err(format!(
+                "{:?} has a route to itself with hop count {}",
+                self.node.addr(),
+                r.hops
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Hop counts are infinite or below the number of nodes; a valid route
+    /// to another node has at least one hop.
+    #[invariant]
+    fn hop_count_bounds(&self) -> Result<(), String> {
+        for r in self.node.routes().iter() {
+            if r.dest == self.node.addr() {
+                continue;
+            }
+            let ok = if r.is_valid() {
+                r.hops >= 1 && (r.hops as u32) < self.nodes
+            } else {
+                r.hops == INFINITY
+            };
+            if !ok {
+                return Err(format!(
+                    "{:?}: route to {:?} has hop count {} ({:?})",
+                    self.node.addr(),
+                    r.dest,
+                    r.hops,
+                    r.state
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+// ANCHOR_END: process
+
+// ANCHOR: loop_freedom
+/// Loop freedom: following valid next hops towards any destination never
+/// revisits a node.
+#[cmc::invariant]
+fn loop_freedom(world: &World<'_, AodvNode>) -> Result<(), String> {
+    let n = world.process_count();
+    for d in 0..n {
+        let dest = addr_of(d);
+        for start in 0..n {
+            let mut path = vec![start];
+            let mut at = start;
+            while at != d {
+                let Some(r) = world.process(at).node.routes().valid(dest) else {
+                    break;
+                };
+                at = index_of(r.next_hop);
+                if at >= n {
+                    break;
+                }
+                if path.contains(&at) {
+                    path.push(at);
+                    let names: Vec<String> =
+                        path.iter().map(|&i| format!("{:?}", addr_of(i))).collect();
+                    return Err(format!(
+                        "routing loop towards {dest:?}: {}",
+                        names.join(" -> ")
+                    ));
+                }
+                path.push(at);
+            }
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: loop_freedom
+
+/// The net sequence number (AODV.md): the number if valid, minus one if not.
+fn net_seq(r: &crate::Route) -> i64 {
+    i64::from(r.seq) - i64::from(!r.is_valid())
+}
+
+/// The freshness invariant (AODV.md, from the mechanised proof): if `i` has
+/// a valid route to `d` via `n ≠ d` and `n` has a valid route to `d`, `n`'s
+/// is strictly fresher: a greater net sequence number, or an equal one with
+/// fewer hops. Sequence numbers stay small in the model, so they are
+/// compared as plain integers here.
+#[cmc::invariant]
+fn freshness(world: &World<'_, AodvNode>) -> Result<(), String> {
+    for p in world.processes() {
+        for r in p
+            .node
+            .routes()
+            .iter()
+            .filter(|r| r.is_valid() && r.valid_seq)
+        {
+            if r.next_hop == r.dest {
+                continue;
+            }
+            // A node in its reboot wait has forgotten what it told others
+            // (that is what the wait of §6.13 is for): it is exempt.
+            let Some(nb) = world
+                .processes()
+                .find(|q| q.node.addr() == r.next_hop && !q.node.is_waiting())
+                .and_then(|q| q.node.routes().valid(r.dest))
+            else {
+                continue;
+            };
+            let fresher = nb.valid_seq
+                && (net_seq(nb) > net_seq(r) || (net_seq(nb) == net_seq(r) && nb.hops < r.hops));
+            if !fresher {
+                return Err(format!(
+                    "{:?} routes to {:?} via {:?} with (seq {}, hops {}), but {:?} has (seq {}{}, hops {})",
+                    p.node.addr(),
+                    r.dest,
+                    r.next_hop,
+                    r.seq,
+                    r.hops,
+                    r.next_hop,
+                    nb.seq,
+                    if nb.valid_seq { "" } else { "?" },
+                    nb.hops
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every packet in flight decodes, has zero reserved bits and no infinite
+/// hop count.
+#[cmc::invariant]
+fn message_sanity(world: &World<'_, AodvNode>) -> Result<(), String> {
+    for (from, to, Packet(bytes)) in world.in_flight() {
+        let m = Message::decode(bytes).map_err(|e| format!("{from} -> {to}: {e}"))?;
+        if !Message::reserved_bits_zero(bytes) {
+            return Err(format!("{from} -> {to}: reserved bits set in {m:?}"));
+        }
+        if m.hop_count() == Some(INFINITY) {
+            return Err(format!("{from} -> {to}: infinite hop count in {m:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The bounds of a model.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// Nodes.
+    pub nodes: usize,
+    /// Largest own sequence number a node may reach; a stored sequence
+    /// number may exceed it by one (one invalidation increments it; each
+    /// further link break while the neighbour keeps talking would increment
+    /// it again without bound).
+    pub max_seq: u32,
+    /// Largest RREQ ID a node may reach.
+    pub max_rreq_id: u32,
+    /// Packets in flight at once.
+    pub queue: usize,
+    /// Whether the network may duplicate packets.
+    pub duplicating: bool,
+}
+
+/// The AODV model with these bounds.
+pub fn aodv(name: &str, b: Bounds) -> Model<AodvNode> {
+    let nodes = b.nodes;
+    Model::new(name, nodes, move |i| AodvNode::new(i, nodes))
+        .network(
+            NetworkConfig::new()
+                .capacity(b.queue)
+                .lossy(true)
+                .duplicating(b.duplicating),
+        )
+        .prune(move |w| {
+            w.processes().any(|p| {
+                p.node.seq() > b.max_seq
+                    || p.node.rreq_id() > b.max_rreq_id
+                    || p.node.routes().iter().any(|r| r.seq > b.max_seq + 1)
+            })
+        })
+        .quiescence_ok(true)
+        .debug_with(show)
+}
+
+/// A compact view of a node for traces: own sequence number, RREQ ID, each
+/// route as `dest=(seq, hops) via next`, pending timers.
+pub fn show(p: &AodvNode) -> String {
+    let n = &p.node;
+    let mut s = format!("{:?} seq={} id={}", n.addr(), n.seq(), n.rreq_id());
+    if n.is_waiting() {
+        s.push_str(" WAITING");
+    }
+    for r in n.routes().iter() {
+        s.push_str(&format!(
+            " | {:?}=({}{}, {}) via {:?}{}{:?}",
+            r.dest,
+            r.seq,
+            if r.valid_seq { "" } else { "?" },
+            r.hops,
+            r.next_hop,
+            if r.is_valid() { "" } else { " INVALID" },
+            r.precursors()
+        ));
+    }
+    s.push_str(&format!(" | timers {:?}", p.timers()));
+    s
+}
+
+/// The starting bounds: sequence numbers and RREQ IDs up to 1, one packet
+/// in flight.
+pub const SMALL: Bounds = Bounds {
+    nodes: 3,
+    max_seq: 1,
+    max_rreq_id: 1,
+    queue: 1,
+    duplicating: false,
+};
+
+/// Two nodes (explored completely).
+#[cmc::model]
+pub fn aodv_2_nodes() -> Model<AodvNode> {
+    aodv("aodv_2_nodes", Bounds { nodes: 2, ..SMALL })
+}
+
+/// Three nodes, to depth 13.
+#[cmc::model]
+pub fn aodv_3_nodes() -> Model<AodvNode> {
+    aodv("aodv_3_nodes", SMALL).max_depth(13)
+}
+
+/// Four nodes, to depth 9.
+#[cmc::model]
+pub fn aodv_4_nodes() -> Model<AodvNode> {
+    aodv("aodv_4_nodes", Bounds { nodes: 4, ..SMALL }).max_depth(9)
+}

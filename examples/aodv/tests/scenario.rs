@@ -1,0 +1,198 @@
+//! The engine alone, without cmc: the a–b–d scenario of thesis Figs. 4.1–4.4
+//! (b hears a and d; a and d do not hear each other), on a tiny in-memory
+//! network that delivers packets in order.
+
+use aodv::{Action, Addr, Config, Message, Node, RouteState, Timer, INFINITY};
+
+const A: Addr = Addr::new(10, 0, 0, 1);
+const B: Addr = Addr::new(10, 0, 0, 2);
+const D: Addr = Addr::new(10, 0, 0, 3);
+
+struct Net {
+    nodes: Vec<Node>,
+    links: Vec<(Addr, Addr)>,
+    queue: Vec<(Addr, Addr, Vec<u8>)>,
+    timers: Vec<(Addr, Timer)>,
+}
+
+impl Net {
+    fn new() -> Net {
+        Net {
+            nodes: [A, B, D].map(|a| Node::new(a, Config::default())).to_vec(),
+            links: vec![(A, B), (B, D)],
+            queue: Vec::new(),
+            timers: Vec::new(),
+        }
+    }
+
+    fn node(&mut self, a: Addr) -> &mut Node {
+        self.nodes.iter_mut().find(|n| n.addr() == a).unwrap()
+    }
+
+    fn linked(&self, x: Addr, y: Addr) -> bool {
+        self.links.contains(&(x, y)) || self.links.contains(&(y, x))
+    }
+
+    fn apply(&mut self, from: Addr, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Broadcast(m) => {
+                    for to in [A, B, D] {
+                        if to != from && self.linked(from, to) {
+                            self.queue.push((from, to, m.encode()));
+                        }
+                    }
+                }
+                Action::Unicast(to, m) if self.linked(from, to) => {
+                    self.queue.push((from, to, m.encode()));
+                }
+                Action::SetTimer(t, _) => self.timers.push((from, t)),
+                _ => {}
+            }
+        }
+    }
+
+    /// Delivers everything in order; returns the messages delivered.
+    fn run(&mut self) -> Vec<(Addr, Addr, Message)> {
+        let mut log = Vec::new();
+        while !self.queue.is_empty() {
+            let (from, to, bytes) = self.queue.remove(0);
+            log.push((from, to, Message::decode(&bytes).unwrap()));
+            let out = self.node(to).receive(from, &bytes);
+            self.apply(to, out);
+        }
+        log
+    }
+}
+
+fn rreq(out: &[Action]) -> aodv::Rreq {
+    out.iter()
+        .find_map(|a| match a {
+            Action::Broadcast(Message::Rreq(q)) => Some(*q),
+            _ => None,
+        })
+        .expect("an RREQ is broadcast")
+}
+
+#[test]
+fn discovery_then_link_break() {
+    let mut net = Net::new();
+    // b first learns a route to d (d looks for b).
+    let out = net.node(D).originate(B);
+    net.apply(D, out);
+    net.run();
+    assert_eq!(net.node(B).routes().valid(D).unwrap().hops, 1);
+
+    // Fig. 4.1-4.3: a looks for d; b answers for d as an intermediate node.
+    let out = net.node(A).originate(D);
+    let q = rreq(&out);
+    assert!(q.hop_count == 0 && q.unknown_seq && q.orig_seq == 1);
+    net.apply(A, out);
+    let log = net.run();
+    assert!(log.iter().any(|(f, t, m)| *f == B
+        && *t == A
+        && matches!(m, Message::Rrep(p) if p.dest == D && p.hop_count == 1)));
+    let r = *net.node(A).routes().valid(D).unwrap();
+    assert_eq!((r.next_hop, r.hops, r.seq), (B, 2, 1));
+    assert!(net.node(A).discoveries().is_empty());
+    // b has a reverse route to a, and each side lists the other as precursor.
+    assert_eq!(net.node(B).routes().valid(A).unwrap().hops, 1);
+    assert_eq!(net.node(B).routes().get(D).unwrap().precursors(), &[A]);
+
+    // Fig. 4.4: the link b–d breaks; b invalidates with seq + 1 and tells a.
+    net.links.retain(|&l| l != (B, D));
+    let out = net.node(B).link_broken(D);
+    net.apply(B, out);
+    let log = net.run();
+    assert!(
+        log.iter()
+            .any(|(_, t, m)| *t == A
+                && matches!(m, Message::Rerr(e) if e.unreachable == vec![(D, 2)]))
+    );
+    for n in [A, B] {
+        let r = *net.node(n).routes().get(D).unwrap();
+        assert_eq!((r.state, r.seq, r.hops), (RouteState::Invalid, 2, INFINITY));
+    }
+    assert!(net.timers.contains(&(A, Timer::RouteDelete(D))));
+
+    // A new discovery asks for a number newer than 2: b cannot answer.
+    let out = net.node(A).originate(D);
+    let q = rreq(&out);
+    assert!(q.dest_seq == 2 && !q.unknown_seq);
+    net.apply(A, out);
+    net.run();
+    assert!(net.node(A).routes().valid(D).is_none());
+}
+
+#[test]
+fn a_stale_rerr_does_not_move_time_backwards() {
+    let mut b = Node::new(B, Config::default());
+    // b learns d's route with seq 5 from d.
+    let rrep = Message::Rrep(aodv::Rrep {
+        repair: false,
+        ack_required: false,
+        prefix_size: 0,
+        hop_count: 0,
+        dest: D,
+        dest_seq: 5,
+        orig: A,
+        lifetime: 6000,
+    });
+    b.handle(D, rrep);
+    assert_eq!(b.routes().valid(D).unwrap().seq, 5);
+    let stale = Message::Rerr(aodv::Rerr {
+        no_delete: false,
+        unreachable: vec![(D, 4)],
+    });
+    b.handle(D, stale);
+    let r = b.routes().get(D).unwrap();
+    #[cfg(not(feature = "bug-rerr-seqno"))]
+    assert!(r.is_valid() && r.seq == 5);
+    #[cfg(feature = "bug-rerr-seqno")]
+    assert!(!r.is_valid() && r.seq == 4);
+}
+
+#[test]
+fn reboot_waits_and_forgets() {
+    let mut a = Node::new(A, Config::default());
+    a.originate(D);
+    assert_eq!(a.seq(), 1);
+    let out = a.reboot();
+    assert_eq!(
+        out,
+        vec![
+            Action::CancelAllTimers,
+            Action::SetTimer(Timer::RebootWait, aodv::consts::DELETE_PERIOD)
+        ]
+    );
+    assert!(a.is_waiting() && a.seq() == 0 && a.routes().is_empty());
+    assert!(a.originate(D).is_empty());
+    a.timer_expired(Timer::RebootWait);
+    assert!(!a.originate(D).is_empty());
+}
+
+#[test]
+fn destination_reply_uses_the_newer_sequence_number() {
+    let mut d = Node::new(D, Config::default());
+    let q = aodv::Rreq {
+        join: false,
+        repair: false,
+        gratuitous: false,
+        dest_only: false,
+        unknown_seq: false,
+        hop_count: 0,
+        rreq_id: 1,
+        dest: D,
+        dest_seq: 7,
+        orig: A,
+        orig_seq: 3,
+    };
+    let out = d.handle(A, Message::Rreq(q));
+    assert_eq!(d.seq(), 7);
+    assert!(out.iter().any(|a| matches!(a, Action::Unicast(to, Message::Rrep(p)) if *to == A && p.dest_seq == 7 && p.hop_count == 0)));
+    // The same request again is a duplicate.
+    assert!(!d
+        .handle(A, Message::Rreq(q))
+        .iter()
+        .any(|a| matches!(a, Action::Unicast(..))));
+}
