@@ -243,49 +243,37 @@ fn replay_reproduces_the_violation_and_can_stop_early() {
 #[test]
 fn bad_trace_files_are_clear_errors() {
     let dir = tempdir("bad-traces");
-    let malformed = dir.join("malformed.json");
-    std::fs::write(&malformed, "{ not json").unwrap();
-    let out = run(
-        &fixture("violating"),
-        &["replay", malformed.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("not a cmc trace"),
-        "{}",
-        text(&out.stderr)
-    );
+    // Writes `contents` to `name`, replays it, and expects exit 2 with
+    // `expected` on standard error.
+    let rejects = |name: &str, contents: &str, expected: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, contents).unwrap();
+        let out = run(&fixture("violating"), &["replay", file.to_str().unwrap()]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{name}: expected {expected:?} in:\n{stderr}"
+        );
+    };
+    rejects("malformed.json", "{ not json", "not a cmc trace");
 
     let good: Value =
         serde_json::from_str(&std::fs::read_to_string(violating_trace()).unwrap()).unwrap();
     let mut other = good.clone();
     other["model"] = "fixture_violating::no_such_model".into();
-    let other_file = dir.join("other.json");
-    std::fs::write(&other_file, other.to_string()).unwrap();
-    let out = run(
-        &fixture("violating"),
-        &["replay", other_file.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("which this project does not have"),
-        "{}",
-        text(&out.stderr)
+    rejects(
+        "other.json",
+        &other.to_string(),
+        "which this project does not have",
     );
 
     let mut rebuilt = good;
     rebuilt["initial_fingerprint"] = "0123456789abcdef".into();
-    let rebuilt_file = dir.join("rebuilt.json");
-    std::fs::write(&rebuilt_file, rebuilt.to_string()).unwrap();
-    let out = run(
-        &fixture("violating"),
-        &["replay", rebuilt_file.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("does not match this build"),
-        "{}",
-        text(&out.stderr)
+    rejects(
+        "rebuilt.json",
+        &rebuilt.to_string(),
+        "does not match this build",
     );
 }
 
