@@ -127,7 +127,6 @@ fn word(bytes: &[u8], at: usize, reloc: &Relocation) -> u64 {
 
 /// Hashes up to a page of bytes (any length works) with the multiply-fold
 /// hash.
-#[cfg(test)]
 pub(crate) fn fold_hash(data: &[u8]) -> u128 {
     fold_hash_relocated(data, &Relocation::NONE)
 }

@@ -700,6 +700,10 @@ impl Heap {
     /// Allocates memory for `layout`; returns null when the backing refuses to grow.
     /// Any size (including 0) and any power-of-two alignment work.
     ///
+    /// Every usable byte of the block is zero, whatever the block held before: two
+    /// histories that build the same objects then hold the same bytes, padding and unused
+    /// capacity included, which is what the byte and heap fingerprints rely on.
+    ///
     /// # Safety
     ///
     /// The heap invariant holds (see `init`); `backing` is the arena holding this region.
@@ -707,32 +711,45 @@ impl Heap {
     pub(crate) unsafe fn alloc(&self, layout: Layout, backing: &impl Backing) -> *mut u8 {
         // SAFETY: Layout guarantees a power-of-two alignment.
         match unsafe { self.alloc_block(layout.size(), layout.align(), backing) } {
-            // SAFETY: The block lies below top, so its payload address is inside the region.
-            Some((block, _)) => unsafe { self.base.as_ptr().add(block + BLOCK_HDR) },
+            Some((block, fresh)) => {
+                if !fresh {
+                    // SAFETY: The block was just allocated to us; its whole payload is
+                    // committed and holds no live data. Fresh memory from above the old
+                    // top is already zero, which is why it is skipped.
+                    unsafe { self.zero_payload(block, 0) };
+                }
+                // SAFETY: The block lies below top, so its payload address is inside the region.
+                unsafe { self.base.as_ptr().add(block + BLOCK_HDR) }
+            }
             None => ptr::null_mut(),
         }
     }
 
-    /// Like `alloc`, and the first `layout.size()` bytes are zero.
+    /// Like `alloc` (whose memory is already zero).
     ///
     /// # Safety
     ///
     /// As for `alloc`.
     #[inline]
     pub(crate) unsafe fn alloc_zeroed(&self, layout: Layout, backing: &impl Backing) -> *mut u8 {
-        // SAFETY: Layout guarantees a power-of-two alignment.
-        match unsafe { self.alloc_block(layout.size(), layout.align(), backing) } {
-            Some((block, fresh)) => {
-                if !fresh {
-                    // SAFETY: The block was just allocated to us and its payload holds at least
-                    // `layout.size()` committed bytes. Fresh memory from above top is already
-                    // zero, which is why it is skipped.
-                    unsafe { self.fill(block + BLOCK_HDR, layout.size(), 0) };
-                }
-                // SAFETY: The block lies below top, so its payload address is inside the region.
-                unsafe { self.base.as_ptr().add(block + BLOCK_HDR) }
+        // SAFETY: Same contract.
+        unsafe { self.alloc(layout, backing) }
+    }
+
+    /// Zeroes the payload of the allocated block at `block` from payload byte `from` on.
+    ///
+    /// # Safety
+    ///
+    /// `block` is an allocated block whose payload bytes from `from` on hold no live data.
+    #[inline(always)]
+    unsafe fn zero_payload(self, block: usize, from: usize) {
+        // SAFETY: The block is below top, so its header and payload are committed.
+        unsafe {
+            let size = self.ld(block + B_SIZE) & !USED;
+            let usable = size - BLOCK_HDR;
+            if from < usable {
+                self.fill(block + BLOCK_HDR + from, usable - from, 0);
             }
-            None => ptr::null_mut(),
         }
     }
 
@@ -791,6 +808,9 @@ impl Heap {
                     self.release(rest, tail);
                 }
             }
+            // SAFETY: The block is still allocated; bytes beyond `new_size` are no longer the
+            // caller's. Zeroing them keeps unused bytes zero (see `alloc`).
+            unsafe { self.zero_payload(block, new_size) };
             return ptr;
         }
         let top = self.hget(Field::Top);
@@ -833,22 +853,29 @@ impl Heap {
                         self.st(block + total + B_PREV, total);
                         self.hadd(Field::LiveBytes, total - size);
                     }
+                    // The absorbed bytes held the successor's header, links and POISON.
+                    self.zero_payload(block, size - BLOCK_HDR);
                 }
                 return ptr;
             }
         }
         // Move: allocate elsewhere, copy, free the old block.
         // SAFETY: Layout guarantees a power-of-two alignment.
-        let Some((new_block, _)) = (unsafe { self.alloc_block(new_size, layout.align(), backing) })
+        let Some((new_block, fresh)) =
+            (unsafe { self.alloc_block(new_size, layout.align(), backing) })
         else {
             return ptr::null_mut();
         };
-        // SAFETY: Both payloads are live, committed and distinct blocks, the old one holds at
+        // SAFETY: Both payloads are live, committed and distinct blocks (the new one holds no live
+        // data yet), the old one holds at
         // least `layout.size()` bytes and the new one at least `new_size`. The old block is then
         // freed exactly once.
         unsafe {
             let new_ptr = self.base.as_ptr().add(new_block + BLOCK_HDR);
             ptr::copy_nonoverlapping(ptr, new_ptr, layout.size().min(new_size));
+            if !fresh {
+                self.zero_payload(new_block, layout.size().min(new_size));
+            }
             self.hadd(Field::LiveBlocks, 1usize.wrapping_neg());
             self.hadd(Field::LiveBytes, (size - BLOCK_HDR).wrapping_neg());
             self.release(block, size);
@@ -1502,6 +1529,34 @@ mod tests {
     #[test]
     fn random_ops_seed_3() {
         random_run(42, 200_000);
+    }
+
+    /// Every byte of a live block the owner did not write is zero, whichever way the block was
+    /// obtained (fresh, reused from a free list, grown or shrunk in place, moved).
+    #[test]
+    fn unwritten_bytes_of_live_blocks_are_zero() {
+        let t = TestHeap::new(64 * MIB, usize::MAX);
+        let mut m = Model::new(150, false, 8);
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut checked = 0;
+        for i in 0..40_000 {
+            if i % 4000 == 3999 {
+                m.shrinking = !m.shrinking;
+            }
+            m.step(&t, &mut rng);
+            if i % 37 == 0 {
+                for b in t.heap.live_blocks() {
+                    let written = m.live[&b.offset].len;
+                    assert!(
+                        all_equal(t.bytes(b.offset + written, b.len - written), 0),
+                        "op {i}: block {} has non-zero bytes beyond its {written} written bytes",
+                        b.offset
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "too few blocks checked: {checked}");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 mod alloc;
 mod arena;
+pub mod canon;
 mod ctx;
 mod engine;
 mod env;

@@ -148,6 +148,10 @@ struct Table {
     used: usize,
     sum: u128,
     chunks: Box<[u32]>,
+    /// A fingerprint a client computed for exactly these contents (see
+    /// [`Memory::tag`]); tables are shared between states whose arena did
+    /// not change, so the tag is too.
+    tag: Option<u128>,
 }
 
 #[derive(Debug)]
@@ -367,6 +371,80 @@ impl Memory {
     /// The state's fingerprint.
     pub fn fingerprint(&self, state: StateId) -> Fingerprint {
         self.states.get(state.0).fingerprint
+    }
+
+    /// The state currently loaded in the arenas (the last one captured or
+    /// restored), if any.
+    pub fn loaded(&self) -> Option<StateId> {
+        self.loaded
+    }
+
+    /// The byte fingerprint of `arena`'s part of `state`: the sum of its
+    /// page terms, the share of that arena in [`Memory::fingerprint`].
+    pub fn arena_sum(&self, state: StateId, arena: ArenaId) -> u128 {
+        self.tables
+            .get(self.states.get(state.0).tables[arena.0])
+            .sum
+    }
+
+    /// The tag set on `arena`'s contents in `state` by [`Memory::set_tag`],
+    /// or on any other state whose arena held the very same table (an arena
+    /// a transition did not change keeps its table).
+    pub fn tag(&self, state: StateId, arena: ArenaId) -> Option<u128> {
+        self.tables
+            .get(self.states.get(state.0).tables[arena.0])
+            .tag
+    }
+
+    /// Attaches a client fingerprint to `arena`'s contents in `state`. It
+    /// must be a function of those contents alone.
+    pub fn set_tag(&mut self, state: StateId, arena: ArenaId, tag: u128) {
+        let t = self.states.get(state.0).tables[arena.0];
+        self.tables.get_mut(t).tag = Some(tag);
+    }
+
+    /// The pages of `arena` whose contents differ between states `a` and
+    /// `b` (a page present in only one of them differs), in increasing
+    /// order. Chunks the two states share are skipped without reading them,
+    /// so this costs O(pages / 64 + differing chunks × 64).
+    pub fn diff_pages(&self, a: StateId, b: StateId, arena: ArenaId) -> Vec<usize> {
+        let ta = self.tables.get(self.states.get(a.0).tables[arena.0]);
+        let tb = self.tables.get(self.states.get(b.0).tables[arena.0]);
+        let mut out = Vec::new();
+        if std::ptr::eq(ta, tb) {
+            return out;
+        }
+        let nchunks = ta.chunks.len().max(tb.chunks.len());
+        for ci in 0..nchunks {
+            let (ca, cb) = (ta.chunks.get(ci).copied(), tb.chunks.get(ci).copied());
+            if ca == cb {
+                continue;
+            }
+            for j in 0..CHUNK {
+                let pa = ca.map_or(NO_PAGE, |c| self.chunks.get(c)[j]);
+                let pb = cb.map_or(NO_PAGE, |c| self.chunks.get(c)[j]);
+                if pa != pb {
+                    out.push(ci * CHUNK + j);
+                }
+            }
+        }
+        out
+    }
+
+    /// The stored bytes of page `page` of `arena` in `state` (shorter than a
+    /// page for the last one), or `None` beyond the state's used length.
+    pub fn page_in(&self, state: StateId, arena: ArenaId, page: usize) -> Option<&[u8]> {
+        let table = self.tables.get(self.states.get(state.0).tables[arena.0]);
+        match self.page_of(table, page) {
+            NO_PAGE => None,
+            id => Some(self.pages.data(id)),
+        }
+    }
+
+    /// The arena's reserved address range as (base, length in bytes).
+    pub fn range(&self, arena: ArenaId) -> (usize, usize) {
+        let ctl = self.arenas[arena.0].arena.ctl();
+        (ctl.base.as_ptr() as usize, ctl.reserve)
     }
 
     /// The used length of `arena` in `state`.
@@ -634,6 +712,7 @@ impl Memory {
             used,
             sum,
             chunks: chunks.into(),
+            tag: None,
         })
     }
 
