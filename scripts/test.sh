@@ -21,3 +21,6 @@ for bug in rerr-seqno hopcount-compare reboot-null-route invalid-route-reply \
            hopcount-overflow gratuitous-self-route linkbreak-no-increment; do
   cargo test --release -p aodv --test check --features "bug-$bug"
 done
+
+# The two-phase commit example's seeded bug.
+cargo test --release -p two-phase-commit --features bug-commit-without-all-prepared

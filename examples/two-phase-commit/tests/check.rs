@@ -1,0 +1,159 @@
+//! cmc checks of the registered models, compared with the reference search
+//! of the TLA+ spec (release builds: `cargo test --release`, and
+//! `cargo test --release --features bug-commit-without-all-prepared`).
+
+use cmc::{CheckResult, Model, Strategy};
+use two_phase_commit::reference::{CommitGuard, Spec};
+use two_phase_commit::Manager;
+
+#[global_allocator]
+static A: cmc::Allocator = cmc::Allocator;
+
+/// Checks `model` breadth-first, so that its depth is the length of a
+/// shortest path, as in the reference.
+fn check_bfs(model: Model<Manager>) -> CheckResult {
+    let r = model
+        .strategy(Strategy::Bfs)
+        .check()
+        .expect("the check runs");
+    println!("{}", r.summary());
+    if let Some(v) = r.violations.first() {
+        println!("{v}");
+    }
+    r
+}
+
+#[cfg(not(feature = "bug-commit-without-all-prepared"))]
+mod spec {
+    use super::*;
+    use cmc::Verdict;
+    use two_phase_commit::reference::Exploration;
+    use two_phase_commit::{
+        two_phase_commit_3, two_phase_commit_4, two_phase_commit_5, two_phase_commit_6,
+    };
+
+    /// Checks the model with `rms` RMs, asserts it agrees with the reference
+    /// and returns the reference's counts.
+    fn agrees_with_the_spec(rms: usize, model: Model<Manager>) -> Exploration {
+        let start = std::time::Instant::now();
+        let spec = Spec::new(rms, CommitGuard::AllPrepared).explore();
+        println!(
+            "reference with {rms} RMs: {spec:?} in {:.2}s",
+            start.elapsed().as_secs_f64()
+        );
+        let r = check_bfs(model);
+        assert_eq!(r.verdict, Verdict::Pass, "{rms} RMs");
+        let unique = usize::try_from(r.stats.unique).unwrap();
+        let transitions = usize::try_from(r.stats.transitions).unwrap();
+        assert_eq!(
+            unique, spec.distinct,
+            "{rms} RMs: one cmc state per TLA+ state"
+        );
+        // Each enabled action instance is one handler run, and TLC generates
+        // one state per enabled action instance plus the initial state,
+        // which cmc does not count as a transition.
+        assert_eq!(transitions, spec.generated - 1, "{rms} RMs");
+        assert_eq!(
+            r.stats.generated, r.stats.transitions,
+            "{rms} RMs: no handler run fails to produce a state"
+        );
+        // cmc puts the initial state at depth 0, TLC at depth 1.
+        assert_eq!(r.stats.max_depth, spec.depth - 1, "{rms} RMs");
+        spec
+    }
+
+    #[test]
+    fn three_rms() {
+        let spec = agrees_with_the_spec(3, two_phase_commit_3());
+        assert_eq!((spec.distinct, spec.generated, spec.depth), (288, 1146, 11));
+    }
+
+    #[test]
+    fn four_rms() {
+        let spec = agrees_with_the_spec(4, two_phase_commit_4());
+        assert_eq!(
+            (spec.distinct, spec.generated, spec.depth),
+            (1568, 8258, 14)
+        );
+    }
+
+    #[test]
+    fn five_rms() {
+        let spec = agrees_with_the_spec(5, two_phase_commit_5());
+        assert_eq!(
+            (spec.distinct, spec.generated, spec.depth),
+            (8832, 58146, 17)
+        );
+    }
+
+    #[test]
+    fn six_rms() {
+        let spec = agrees_with_the_spec(6, two_phase_commit_6());
+        assert_eq!(
+            (spec.distinct, spec.generated, spec.depth),
+            (50816, 402306, 20)
+        );
+    }
+
+    /// The registered models keep cmc's default, depth-first search. A
+    /// complete search stores the same states and expands each once,
+    /// whatever the order.
+    #[test]
+    fn depth_first_finds_the_same_states() {
+        let r = two_phase_commit_3().check().expect("the check runs");
+        println!("{}", r.summary());
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert_eq!((r.stats.unique, r.stats.transitions), (288, 1145));
+    }
+}
+
+#[cfg(feature = "bug-commit-without-all-prepared")]
+mod bug {
+    use super::*;
+    use cmc::{Verdict, ViolationKind};
+
+    /// A shortest violation of `consistency` has 5 steps, and they are one
+    /// of each of the actions below. An RM can become committed only by
+    /// `RMRcvCommitMsg`, which needs Commit, which needs `TMCommit`, which
+    /// (even with the bug) needs a non-empty `tmPrepared`, so a
+    /// `TMRcvPrepared`, so a Prepared message, so an `RMPrepare`: 4 steps.
+    /// Once Commit is sent the TM is done and never sends Abort, so another
+    /// RM becomes aborted only by `RMChooseToAbort`: a fifth step. The
+    /// correct spec needs every RM prepared before `TMCommit`, and then no
+    /// RM is working and able to abort.
+    #[test]
+    fn committing_on_one_prepared_rm_is_inconsistent() {
+        for (rms, model) in [
+            (3, two_phase_commit::two_phase_commit_3()),
+            (4, two_phase_commit::two_phase_commit_4()),
+            (5, two_phase_commit::two_phase_commit_5()),
+            (6, two_phase_commit::two_phase_commit_6()),
+        ] {
+            let spec = Spec::new(rms, CommitGuard::AnyPrepared).explore();
+            assert_eq!(spec.shortest_violation, Some(5), "{rms} RMs");
+            let r = check_bfs(model);
+            assert_eq!(r.verdict, Verdict::Violation, "{rms} RMs");
+            let v = &r.violations[0];
+            assert_eq!(
+                (v.record.kind, v.record.property.as_str()),
+                (ViolationKind::Invariant, "consistency"),
+                "{rms} RMs"
+            );
+            assert_eq!(v.trace.steps.len(), 5, "{rms} RMs");
+            let mut handlers: Vec<&str> =
+                v.trace.steps.iter().map(|s| s.handler.as_str()).collect();
+            handlers.sort_unstable();
+            assert_eq!(
+                handlers,
+                [
+                    "rm_choose_to_abort",
+                    "rm_prepare",
+                    "rm_rcv_commit_msg",
+                    "tm_commit",
+                    "tm_rcv_prepared"
+                ],
+                "{rms} RMs"
+            );
+        }
+    }
+}
