@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use cmc::registry::RunOptions;
-use cmc::{CheckResult, FingerprintWidth, Strategy};
+use cmc::{CheckResult, FingerprintMode, FingerprintWidth, Strategy};
 
-use crate::cli::{CheckArgs, FingerprintArg, StrategyArg, OK, VIOLATION};
+use crate::cli::{BitsArg, CheckArgs, FingerprintArg, StrategyArg, OK, VIOLATION};
 use crate::output::{Output, Saved};
 use crate::project::Project;
 
@@ -29,9 +29,15 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     }
     o.seed = args.seed;
     o.keep_going = args.keep_going.then_some(true);
-    o.width = args.fingerprint.map(|f| match f {
-        FingerprintArg::Bytes => FingerprintWidth::Bits64,
-        FingerprintArg::Bytes128 => FingerprintWidth::Bits128,
+    o.fingerprint = args.fingerprint.map(|f| match f {
+        FingerprintArg::Bytes => FingerprintMode::Bytes,
+        FingerprintArg::Heap => FingerprintMode::Heap,
+        FingerprintArg::Hash => FingerprintMode::Hash,
+        FingerprintArg::Abstract => FingerprintMode::Abstract,
+    });
+    o.width = args.fingerprint_bits.map(|b| match b {
+        BitsArg::B64 => FingerprintWidth::Bits64,
+        BitsArg::B128 => FingerprintWidth::Bits128,
     });
     o.check_determinism = args.check_determinism.then_some(true);
     o.isolate = true;

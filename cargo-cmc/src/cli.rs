@@ -68,10 +68,26 @@ pub(crate) enum StrategyArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum FingerprintArg {
-    /// The bytes of every page, 64-bit fingerprints.
+    /// The raw pages of each process's arena (fastest; allocation-order
+    /// variants count twice).
     Bytes,
-    /// The bytes of every page, 128-bit fingerprints.
-    Bytes128,
+    /// The canonical heap reachable from each process (the default for
+    /// process types without Hash).
+    Heap,
+    /// The process type's own Hash (the default when it implements it).
+    Hash,
+    /// The model's abstraction function (Model::abstraction).
+    Abstract,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BitsArg {
+    /// 64-bit fingerprints (the default).
+    #[value(name = "64")]
+    B64,
+    /// 128-bit fingerprints: collisions out of reach.
+    #[value(name = "128")]
+    B128,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
@@ -108,9 +124,13 @@ pub(crate) struct CheckArgs {
     /// Collect distinct violations instead of stopping at the first.
     #[arg(long)]
     pub(crate) keep_going: bool,
-    /// How states are fingerprinted.
+    /// How processes are fingerprinted (default: hash when the process type
+    /// implements Hash, otherwise heap, unless the model chooses).
     #[arg(long, value_enum)]
     pub(crate) fingerprint: Option<FingerprintArg>,
+    /// Bits of each fingerprint the visited set keeps.
+    #[arg(long, value_enum, value_name = "BITS")]
+    pub(crate) fingerprint_bits: Option<BitsArg>,
     /// Run every transition twice and report hidden nondeterminism.
     #[arg(long)]
     pub(crate) check_determinism: bool,

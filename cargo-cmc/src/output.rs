@@ -145,6 +145,7 @@ impl Output {
                         "max_depth": result.stats.max_depth,
                         "elapsed_s": result.stats.elapsed.as_secs_f64(),
                         "violations": violations,
+                        "fingerprint": result.stats.fingerprint.map(|m| m.name()),
                     })
                 );
             }

@@ -84,6 +84,22 @@ fn a_passing_model_passes_with_the_summary_as_its_last_line() {
         last.starts_with("cmc: fixture_passing::counters pass unique=9 transitions=18 depth="),
         "{last}"
     );
+    // Every mode the process type supports, at either width, finds the
+    // same 9 states of this allocation-free model.
+    for args in [
+        ["--fingerprint", "bytes", "--fingerprint-bits", "128"],
+        ["--fingerprint", "heap", "--fingerprint-bits", "64"],
+    ] {
+        let mut all = vec!["check", "--model", "passing::counters"];
+        all.extend(args);
+        let out = run(&fixture("passing"), &all);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}");
+        assert!(
+            stdout.lines().last().unwrap().contains(" pass unique=9 "),
+            "{args:?}: {stdout}"
+        );
+    }
 }
 
 #[test]
@@ -180,9 +196,12 @@ fn the_json_result_object_has_every_promised_field() {
             "transitions",
             "max_depth",
             "elapsed_s",
-            "violations"
+            "violations",
+            "fingerprint"
         ]
     );
+    // The fixture's process type does not implement Hash.
+    assert_eq!(result["fingerprint"], "heap");
     // `--model two_messages` matches both models; the last result is the
     // FIFO one, which passes. Take the violating one from the first result.
     let out = run(
@@ -310,6 +329,16 @@ fn tool_errors_exit_with_2_and_a_message() {
             tempdir("not-a-project"),
             vec!["check"],
             "not inside a cargo project",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "counters", "--fingerprint", "hash"],
+            "needs the process type fixture_passing::Counter to implement Hash",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "counters", "--fingerprint", "abstract"],
+            "needs an abstraction function",
         ),
     ];
     for (dir, args, expected) in cases {

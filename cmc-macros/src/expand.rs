@@ -119,6 +119,21 @@ pub(crate) fn process(table: &Table<'_>, item: &ItemImpl) -> TokenStream {
                 }
 
                 #invariants
+
+                fn hash_fns() -> ::cmc::HashFns<Self> {
+                    // Autoref specialization: `ViaHash` applies when the type
+                    // implements `Hash`, `NoHash` (one reference deeper)
+                    // otherwise.
+                    #[allow(unused_imports)]
+                    use ::cmc::__private::{NoHash as _, ViaHash as _};
+                    ::cmc::HashFns {
+                        process: (&::cmc::__private::HashProbe::<Self>::new()).hash_fn(),
+                        shared: (&::cmc::__private::HashProbe::<
+                            <Self as ::cmc::Process>::Shared,
+                        >::new())
+                            .hash_fn(),
+                    }
+                }
             }
         };
     }

@@ -54,6 +54,18 @@ fn a_minimal_process_expands_to_the_hand_written_table() {
                 fn handlers() -> ::std::vec::Vec<::cmc::Handler<Self>> {
                     ::std::vec![::cmc::Handler::new("inc", Self::inc)]
                 }
+
+                fn hash_fns() -> ::cmc::HashFns<Self> {
+                    #[allow(unused_imports)]
+                    use ::cmc::__private::{NoHash as _, ViaHash as _};
+                    ::cmc::HashFns {
+                        process: (&::cmc::__private::HashProbe::<Self>::new()).hash_fn(),
+                        shared: (&::cmc::__private::HashProbe::<
+                            <Self as ::cmc::Process>::Shared,
+                        >::new())
+                            .hash_fn(),
+                    }
+                }
             }
         };
     };

@@ -10,11 +10,14 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::canon::{CanonTable, HeapGraph};
 use crate::ctx::{self, begin_run, end_run, system_scope, user_code, Ctx, Run, View};
 use crate::env::Env;
 use crate::isolate::{self, ChildEnd};
-use crate::memory::{ArenaId, FingerprintWidth, Memory, MemoryConfig, StateId};
-use crate::model::{Handler, Invariant, Model, Process, Strategy, Trigger};
+use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, MemoryConfig, StateId};
+use crate::model::{
+    FingerprintMode, Handler, HashFns, Invariant, Model, Process, StateHasher, Strategy, Trigger,
+};
 use crate::trace::{
     CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
     ViolationRecord, TRACE_VERSION,
@@ -214,6 +217,21 @@ pub(crate) struct Engine<'m, P: Process> {
     initial: StateId,
     nodes: Vec<Node>,
     choice_pool: Vec<usize>,
+    fp: Fingerprinter<P>,
+}
+
+/// What the search's fingerprints are made of: one component per process,
+/// computed in the model's mode and cached on the arena's page table (an
+/// arena a transition did not touch keeps its table, hence its component),
+/// and the environment's, computed from its meaning.
+struct Fingerprinter<P: Process> {
+    mode: FingerprintMode,
+    hash_fns: HashFns<P>,
+    /// Heap mode: one graph per process arena.
+    graphs: Vec<HeapGraph>,
+    /// The shared variables' heap, when they do not implement `Hash`.
+    shared_graph: Option<HeapGraph>,
+    table: CanonTable,
 }
 
 /// Setting up failed: either the tool (an error) or the model's own code
@@ -223,7 +241,7 @@ enum SetupFailure {
     Violation(ViolationRecord),
 }
 
-fn hex(fp: crate::memory::Fingerprint) -> String {
+fn hex(fp: Fingerprint) -> String {
     fp.to_string()
 }
 
@@ -321,6 +339,44 @@ impl<'m, P: Process> Engine<'m, P> {
             }));
         }
         let initial = mem.capture();
+        let mode = model.fingerprint_mode();
+        let hash_fns = P::hash_fns();
+        let refuse = |m: String| Err(SetupFailure::Error(CheckError::Model(m)));
+        if mode == FingerprintMode::Hash && hash_fns.process.is_none() {
+            return refuse(format!(
+                "fingerprint mode `hash` needs the process type {} to implement Hash \
+                 (derive it, or choose `heap`)",
+                std::any::type_name::<P>()
+            ));
+        }
+        if mode == FingerprintMode::Abstract && model.abstraction.is_none() {
+            return refuse(
+                "fingerprint mode `abstract` needs an abstraction function \
+                 (Model::abstraction); this model has none"
+                    .into(),
+            );
+        }
+        let graphs = if mode == FingerprintMode::Heap {
+            arenas
+                .iter()
+                .zip(&roots)
+                .map(|(&a, &r)| HeapGraph::new(&mem, a, r as *const u8))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let shared_graph = (hash_fns.shared.is_none() && size_of::<P::Shared>() != 0).then(|| {
+            // SAFETY: the environment was just built and is live.
+            let shared: *const P::Shared = unsafe { &*(*env).shared };
+            HeapGraph::new(&mem, env_arena, shared.cast())
+        });
+        let fp = Fingerprinter {
+            mode,
+            hash_fns,
+            graphs,
+            shared_graph,
+            table: CanonTable::new(),
+        };
         Ok(Engine {
             model,
             mem,
@@ -334,7 +390,120 @@ impl<'m, P: Process> Engine<'m, P> {
             initial,
             nodes: Vec::new(),
             choice_pool: Vec::new(),
+            fp,
         })
+    }
+
+    /// The fingerprint the search deduplicates `state` by (the loaded
+    /// state); see [`Fingerprinter`]. Traces record [`Memory::fingerprint`]
+    /// instead, the byte fingerprint, which does not depend on the search's
+    /// history. A panic in user code (a `Hash` implementation, an
+    /// abstraction) is returned as a violation.
+    fn state_fingerprint(&mut self, state: StateId) -> Result<Fingerprint, ViolationRecord> {
+        let mut sum = 0u128;
+        for i in 0..self.arenas.len() {
+            let arena = self.arenas[i];
+            let c = match self.mem.tag(state, arena) {
+                Some(c) => c,
+                None => {
+                    let c = self.process_component(i, state)?;
+                    self.mem.set_tag(state, arena, c);
+                    c
+                }
+            };
+            sum = sum.wrapping_add(crate::hash::term(i, usize::MAX, c));
+        }
+        let c = match self.mem.tag(state, self.env_arena) {
+            Some(c) => c,
+            None => {
+                let c = self.env_component(state)?;
+                self.mem.set_tag(state, self.env_arena, c);
+                c
+            }
+        };
+        sum = sum.wrapping_add(crate::hash::term(self.arenas.len(), usize::MAX, c));
+        let mut fp = crate::hash::finish(sum);
+        if self.model.width == FingerprintWidth::Bits64 {
+            fp &= u64::MAX as u128;
+        }
+        Ok(Fingerprint(fp))
+    }
+
+    fn process_component(&mut self, i: usize, state: StateId) -> Result<u128, ViolationRecord> {
+        let arena = self.arenas[i];
+        // SAFETY: a live root of the loaded state.
+        let proc = unsafe { &*self.roots[i] };
+        let user = |what: &str, f: &dyn Fn(&mut StateHasher)| {
+            let _sys = system_scope();
+            user_code(false, || {
+                let mut h = StateHasher::default();
+                f(&mut h);
+                h.finish128()
+            })
+            .map_err(|(message, location)| ViolationRecord {
+                kind: ViolationKind::Panic,
+                property: format!("{what} of process {i}"),
+                message,
+                location: Some(location),
+            })
+        };
+        match self.fp.mode {
+            FingerprintMode::Bytes => Ok(self.mem.arena_sum(state, arena)),
+            FingerprintMode::Heap => {
+                let fp = &mut self.fp;
+                Ok(fp.graphs[i].fingerprint(&mut self.mem, &mut fp.table, state))
+            }
+            FingerprintMode::Hash => {
+                let f = self.fp.hash_fns.process.expect("checked at setup");
+                user("the Hash implementation", &|h| f(proc, h))
+            }
+            FingerprintMode::Abstract => {
+                let f = self.model.abstraction.as_ref().expect("checked at setup");
+                user("the abstraction", &|h| f(proc, h))
+            }
+        }
+    }
+
+    /// The network and timers by meaning (messages in their canonical
+    /// order, each by its own `Hash`), and the shared variables by their
+    /// `Hash` or else their canonical heap.
+    fn env_component(&mut self, state: StateId) -> Result<u128, ViolationRecord> {
+        use std::hash::Hash;
+        // SAFETY: the environment root is live in every state.
+        let env = unsafe { &*self.env };
+        let shared_fn = self.fp.hash_fns.shared;
+        let semantic = {
+            let _sys = system_scope();
+            user_code(false, || {
+                let mut h = StateHasher::default();
+                env.fifo.hash(&mut h);
+                env.msgs.len().hash(&mut h);
+                for m in &env.msgs {
+                    (m.to, m.from).hash(&mut h);
+                    m.msg.hash(&mut h);
+                }
+                env.timers.hash(&mut h);
+                let net = h.finish128();
+                let shared = shared_fn.map(|f| {
+                    let mut h = StateHasher::default();
+                    f(&env.shared, &mut h);
+                    h.finish128()
+                });
+                (net, shared)
+            })
+        };
+        let (net, shared) = semantic.map_err(|(message, location)| ViolationRecord {
+            kind: ViolationKind::Panic,
+            property: "the Hash implementation of a message or of the shared variables".into(),
+            message,
+            location: Some(location),
+        })?;
+        let shared = match (shared, &mut self.fp.shared_graph) {
+            (Some(s), _) => s,
+            (None, Some(g)) => g.fingerprint(&mut self.mem, &mut self.fp.table, state),
+            (None, None) => 0,
+        };
+        Ok(crate::hash::finish(net).wrapping_add(crate::hash::term(0, 1, shared)))
     }
 
     fn env(&self) -> &Env<P::Msg, P::Shared> {
@@ -810,7 +979,14 @@ impl<P: Process> Search<'_, '_, P> {
             },
             &[],
         );
-        self.visited.insert(self.engine.mem.fingerprint(initial));
+        let fp = match self.engine.state_fingerprint(initial) {
+            Ok(fp) => fp,
+            Err(record) => {
+                self.report(Vec::new(), record);
+                return;
+            }
+        };
+        self.visited.insert(fp);
         self.stats.unique = 1;
         if let Some(record) = self.engine.check_state() {
             self.report(Vec::new(), record);
@@ -990,7 +1166,16 @@ impl<P: Process> Search<'_, '_, P> {
             }
             e.mem.restore(succ);
         }
-        let fp = e.mem.fingerprint(succ);
+        let fp = match e.state_fingerprint(succ) {
+            Ok(fp) => fp,
+            Err(record) => {
+                e.mem.release(succ);
+                let mut steps = e.path(item.node);
+                steps.push(step);
+                self.report(steps, record);
+                return ranges;
+            }
+        };
         if !self.visited.insert(fp) {
             e.mem.release(succ);
             return ranges;
@@ -1077,6 +1262,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     stats.pages = mem_stats.pages;
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
+    stats.fingerprint = Some(search.engine.fp.mode);
     let verdict = if !search.violations.is_empty() {
         Verdict::Violation
     } else if search.bounded {

@@ -12,8 +12,11 @@
 //! copies of removed elements in its spare capacity, and a struct moved into
 //! it carries padding bytes from wherever it was built. So every mutation
 //! zeroes the spare capacity, and entries are written field by field into
-//! zeroed slots. (Padding inside the user's message type is the user's; the
-//! `heap` fingerprint mode canonicalises it.)
+//! zeroed slots. (Padding inside the user's message type is the user's.
+//! The search does not fingerprint these bytes anyway: it hashes the
+//! environment by meaning, each message by its own `Hash`; the canonical
+//! bytes keep the page store small and the byte fingerprint of traces
+//! stable.)
 
 use std::ptr::addr_of_mut;
 
@@ -38,8 +41,9 @@ pub(crate) struct Env<M, S> {
     /// Pending timers as (process, stable hash of the name), sorted; two
     /// `u64`s so an entry has no padding.
     pub(crate) timers: Vec<(u64, u64)>,
-    /// The model's shared variables.
-    pub(crate) shared: S,
+    /// The model's shared variables, boxed so that they are an object of
+    /// their own, the root of their canonical heap.
+    pub(crate) shared: Box<S>,
 }
 
 /// A hash that is the same in every run (SipHash-1-3 with fixed keys), so
@@ -57,7 +61,7 @@ impl<M: Message, S> Env<M, S> {
             fifo: config.fifo,
             msgs: Vec::with_capacity(config.capacity),
             timers: Vec::new(),
-            shared,
+            shared: Box::new(shared),
         }
     }
 

@@ -41,8 +41,8 @@ pub use crate::engine::{CheckError, ReplayOutcome};
 pub use crate::hash::PageHasher;
 pub use crate::memory::FingerprintWidth;
 pub use crate::model::{
-    Body, Bounds, Check, GlobalInvariant, Guard, Handler, Invariant, Message, Model, NetworkConfig,
-    OnFull, Process, Strategy, Trigger,
+    Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
+    Invariant, Message, Model, NetworkConfig, OnFull, Process, StateHasher, Strategy, Trigger,
 };
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
 pub use crate::trace::{
@@ -90,6 +90,48 @@ pub mod __private {
     pub use crate::registry::{InvariantEntry, ModelEntry, RunOptions};
     pub use inventory;
     pub use std::any::TypeId;
+
+    use crate::model::{HashFn, StateHasher};
+    use std::marker::PhantomData;
+
+    /// Detects whether `T` implements `Hash` in code generated for a
+    /// concrete `T` (autoref specialization): `(&HashProbe::<T>::new())
+    /// .hash_fn()` resolves to [`ViaHash`] when it does, to [`NoHash`]
+    /// otherwise.
+    #[derive(Debug)]
+    pub struct HashProbe<T>(PhantomData<T>);
+
+    impl<T> HashProbe<T> {
+        /// A probe.
+        #[allow(clippy::new_without_default, reason = "generated-code hook")]
+        pub fn new() -> Self {
+            HashProbe(PhantomData)
+        }
+    }
+
+    /// The probe's answer for types that implement `Hash`.
+    pub trait ViaHash<T> {
+        /// `T`'s `Hash`.
+        fn hash_fn(&self) -> Option<HashFn<T>>;
+    }
+
+    impl<T: std::hash::Hash> ViaHash<T> for HashProbe<T> {
+        fn hash_fn(&self) -> Option<HashFn<T>> {
+            Some(|value: &T, h: &mut StateHasher| value.hash(h))
+        }
+    }
+
+    /// The probe's answer for every other type.
+    pub trait NoHash<T> {
+        /// Nothing.
+        fn hash_fn(&self) -> Option<HashFn<T>>;
+    }
+
+    impl<T> NoHash<T> for &HashProbe<T> {
+        fn hash_fn(&self) -> Option<HashFn<T>> {
+            None
+        }
+    }
 }
 
 /// Hooks for cmc's own benchmarks. Not public API: no stability promise.

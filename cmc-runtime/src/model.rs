@@ -42,6 +42,13 @@ pub trait Process: Sized + 'static {
     fn invariants() -> Vec<Invariant<Self>> {
         Vec::new()
     }
+
+    /// The `Hash` implementations of the process type and its shared
+    /// variables, if any: `#[cmc::process]` fills this in when they implement
+    /// `Hash`. Hand-written implementations may return them too.
+    fn hash_fns() -> HashFns<Self> {
+        HashFns::none()
+    }
 }
 
 /// The body of a handler.
@@ -316,6 +323,110 @@ pub struct Bounds {
     pub time_limit: Option<Duration>,
 }
 
+/// How a process's state is fingerprinted, that is, which states the search
+/// considers the same (the environment's network and timers are always
+/// fingerprinted by their meaning, whatever the mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FingerprintMode {
+    /// The raw pages of the process's arena: the fastest, and exact about
+    /// bytes, so states that differ only in where objects were allocated
+    /// (or in garbage) count twice.
+    Bytes,
+    /// The canonical heap: objects reachable from the process, with
+    /// pointers replaced by canonical addresses from breadth-first access
+    /// chains (see [`crate::canon`]). Allocation order and garbage no longer
+    /// matter. The default for process types that do not implement `Hash`.
+    Heap,
+    /// The process type's own `Hash` implementation: exact about what the
+    /// type says matters, like stateright. Chosen automatically for process
+    /// types that implement `Hash`. Restore still comes from pages, so no
+    /// `Clone` is needed.
+    Hash,
+    /// A user function returning a hashable abstraction of the process
+    /// ([`Model::abstraction`]): CMC's "abstract state". Sound only when
+    /// states with equal abstractions behave alike.
+    Abstract,
+}
+
+impl FingerprintMode {
+    /// The name `--fingerprint` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FingerprintMode::Bytes => "bytes",
+            FingerprintMode::Heap => "heap",
+            FingerprintMode::Hash => "hash",
+            FingerprintMode::Abstract => "abstract",
+        }
+    }
+}
+
+/// The hasher state hashes are fed to: SipHash-1-3 with fixed keys and a
+/// 128-bit result, so fingerprints are the same in every run.
+#[derive(Debug, Clone)]
+pub struct StateHasher(siphasher::sip128::SipHasher13);
+
+impl Default for StateHasher {
+    fn default() -> Self {
+        StateHasher(siphasher::sip128::SipHasher13::new_with_keys(
+            0x636d_635f_7374_6174,
+            0x636d_635f_6861_7368,
+        ))
+    }
+}
+
+impl StateHasher {
+    /// The 128-bit result.
+    pub fn finish128(&self) -> u128 {
+        use siphasher::sip128::Hasher128;
+        self.0.finish128().as_u128()
+    }
+}
+
+impl std::hash::Hasher for StateHasher {
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes)
+    }
+}
+
+/// A way to hash a value into a [`StateHasher`].
+pub type HashFn<T> = fn(&T, &mut StateHasher);
+
+/// The `Hash` implementations a process type offers to the fingerprint
+/// (filled in by `#[cmc::process]`, which detects them).
+pub struct HashFns<P: Process> {
+    /// The process type's own `Hash`, if it implements it.
+    pub process: Option<HashFn<P>>,
+    /// The shared variables' `Hash`, if they implement it.
+    pub shared: Option<HashFn<P::Shared>>,
+}
+
+impl<P: Process> HashFns<P> {
+    /// Neither implements `Hash` (as far as anyone told).
+    pub fn none() -> Self {
+        HashFns {
+            process: None,
+            shared: None,
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for HashFns<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HashFns")
+            .field("process", &self.process.is_some())
+            .field("shared", &self.shared.is_some())
+            .finish()
+    }
+}
+
+type Abstraction<P> = Box<dyn Fn(&P, &mut StateHasher)>;
+
 type Pred<P> = Box<dyn Fn(&World<'_, P>) -> bool>;
 type Priority<P> = Box<dyn Fn(&World<'_, P>) -> i64>;
 
@@ -331,6 +442,8 @@ pub struct Model<P: Process> {
     pub(crate) priority: Option<Priority<P>>,
     pub(crate) quiescence_ok: bool,
     pub(crate) width: FingerprintWidth,
+    pub(crate) fingerprint: Option<FingerprintMode>,
+    pub(crate) abstraction: Option<Abstraction<P>>,
     pub(crate) strategy: Strategy,
     pub(crate) seed: u64,
     pub(crate) keep_going: bool,
@@ -369,6 +482,8 @@ impl<P: Process> Model<P> {
             priority: None,
             quiescence_ok: false,
             width: FingerprintWidth::Bits64,
+            fingerprint: None,
+            abstraction: None,
             strategy: Strategy::Dfs,
             seed: 0,
             keep_going: false,
@@ -439,6 +554,35 @@ impl<P: Process> Model<P> {
     pub fn fingerprint_width(mut self, width: FingerprintWidth) -> Self {
         self.width = width;
         self
+    }
+
+    /// Sets how processes are fingerprinted. Without this, processes whose
+    /// type implements `Hash` (as `#[cmc::process]` detects) use
+    /// [`FingerprintMode::Hash`], others [`FingerprintMode::Heap`].
+    pub fn fingerprint(mut self, mode: FingerprintMode) -> Self {
+        self.fingerprint = Some(mode);
+        self
+    }
+
+    /// Fingerprints each process by `abstraction(process)` (and selects
+    /// [`FingerprintMode::Abstract`]): states whose processes have equal
+    /// abstractions are explored once. The abstraction must keep everything
+    /// the process's future behaviour depends on, or the search may miss
+    /// states.
+    pub fn abstraction<A: Hash>(mut self, abstraction: impl Fn(&P) -> A + 'static) -> Self {
+        self.abstraction = Some(Box::new(move |p, h| abstraction(p).hash(h)));
+        self.fingerprint = Some(FingerprintMode::Abstract);
+        self
+    }
+
+    /// The fingerprint mode a check of this model uses.
+    pub fn fingerprint_mode(&self) -> FingerprintMode {
+        self.fingerprint
+            .unwrap_or(if P::hash_fns().process.is_some() {
+                FingerprintMode::Hash
+            } else {
+                FingerprintMode::Heap
+            })
     }
 
     /// Sets the search strategy.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{CheckError, ReplayOutcome};
 use crate::memory::FingerprintWidth;
-use crate::model::{Check, Model, Process, Strategy};
+use crate::model::{Check, FingerprintMode, Model, Process, Strategy};
 use crate::trace::{CheckResult, Trace};
 use crate::world::World;
 
@@ -32,6 +32,8 @@ pub struct RunOptions {
     pub keep_going: Option<bool>,
     /// The fingerprint width.
     pub width: Option<FingerprintWidth>,
+    /// The fingerprint mode.
+    pub fingerprint: Option<FingerprintMode>,
     /// Whether to run every transition twice.
     pub check_determinism: Option<bool>,
     /// Whether to run in a child process (crashes become violations).
@@ -61,6 +63,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(w) = options.width {
             self.width = w;
+        }
+        if let Some(m) = options.fingerprint {
+            self.fingerprint = Some(m);
         }
         if let Some(d) = options.check_determinism {
             self.check_determinism = d;

@@ -303,6 +303,9 @@ pub struct Stats {
     pub page_bytes: usize,
     /// Wall-clock time.
     pub elapsed: Duration,
+    /// How states were fingerprinted (absent in results of older versions).
+    #[serde(default)]
+    pub fingerprint: Option<crate::model::FingerprintMode>,
 }
 
 impl Stats {

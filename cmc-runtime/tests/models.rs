@@ -503,7 +503,8 @@ fn a_heap_heavy_model_has_exact_and_stable_counts() {
     // placement) than the same content built directly, so page fingerprints
     // split logical states: 49 distinct heaps. The count is exact and the
     // same in every run and every strategy, because the allocator is
-    // deterministic; canonical heap fingerprints merge the splits.
+    // deterministic. (This model uses the default `heap` fingerprints, which
+    // do not merge these splits: see `the_librarian_in_every_mode`.)
     let first = librarian(true).check().unwrap();
     assert_eq!(
         first.verdict,
@@ -733,4 +734,110 @@ fn every_step_fingerprint_is_the_same_in_every_engine() {
         m().replay(&first.violations[0].trace).unwrap(),
         ReplayOutcome::Reproduced(first.violations[0].record.clone())
     );
+}
+
+// ---------------------------------------------------------------- fingerprint modes
+
+/// Two slots filled and emptied in any order: the same contents are built
+/// through different allocation orders, so they sit at different addresses.
+#[derive(Debug, Hash)]
+struct Slots {
+    a: Option<Box<u64>>,
+    b: Option<Box<u64>>,
+}
+
+impl Slots {
+    fn fill_a(&mut self, _: &mut Ctx<'_, Self>) {
+        self.a = Some(Box::new(1));
+    }
+    fn fill_b(&mut self, _: &mut Ctx<'_, Self>) {
+        self.b = Some(Box::new(2));
+    }
+    fn clear_a(&mut self, _: &mut Ctx<'_, Self>) {
+        self.a = None;
+    }
+    fn clear_b(&mut self, _: &mut Ctx<'_, Self>) {
+        self.b = None;
+    }
+}
+
+/// Like `#[cmc::process]` would generate for a type that derives `Hash`.
+impl Process for Slots {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![
+            Handler::new("fill_a", Slots::fill_a).guard(|s, _| s.a.is_none()),
+            Handler::new("fill_b", Slots::fill_b).guard(|s, _| s.b.is_none()),
+            Handler::new("clear_a", Slots::clear_a).guard(|s, _| s.a.is_some()),
+            Handler::new("clear_b", Slots::clear_b).guard(|s, _| s.b.is_some()),
+        ]
+    }
+    fn hash_fns() -> cmc::HashFns<Self> {
+        let mut fns = cmc::HashFns::none();
+        fns.process = Some(|s: &Slots, h: &mut cmc::StateHasher| Hash::hash(s, h));
+        fns
+    }
+}
+
+fn slots() -> Model<Slots> {
+    Model::new("slots", 1, |_| Slots { a: None, b: None }).detect_leaks(true)
+}
+
+#[test]
+fn fingerprint_modes_count_what_they_promise() {
+    use cmc::FingerprintMode::{Abstract, Bytes, Hash, Heap};
+    let count = |m: Model<Slots>| {
+        let r = m.check().unwrap();
+        assert_eq!(r.verdict, Verdict::Pass);
+        (r.stats.unique, r.stats.fingerprint)
+    };
+    // Logically there are 4 states (each slot empty or full). Bytes also
+    // see where the boxes are: filling a then b puts a's box first, the
+    // other order b's, and after a clear the freed block is reused.
+    let bytes = count(slots().fingerprint(Bytes));
+    assert_eq!(
+        bytes,
+        (7, Some(Bytes)),
+        "byte fingerprints split placements"
+    );
+    assert_eq!(count(slots().fingerprint(Heap)), (4, Some(Heap)));
+    // The type implements Hash, so that is the default.
+    assert_eq!(count(slots()), (4, Some(Hash)));
+    // An abstraction that forgets b's contents (b only ever holds 2).
+    let abs = count(slots().abstraction(|s: &Slots| (s.a.as_deref().copied(), s.b.is_some())));
+    assert_eq!(abs, (4, Some(Abstract)));
+    // A coarser one merges states that behave differently: unsound, and
+    // the count shows it (only whether a is full is kept).
+    let coarse = count(slots().abstraction(|s: &Slots| s.a.is_some()));
+    assert_eq!(coarse, (2, Some(Abstract)));
+}
+
+#[test]
+fn the_librarian_in_every_mode() {
+    use cmc::FingerprintMode::{Bytes, Heap};
+    // The librarian's splits come from stale bytes, not placement: a popped
+    // element stays in the spare capacity of its Vec, String or B-tree
+    // node, which no canonicalization without types can tell from live
+    // data. Heap fingerprints therefore count what bytes count; an
+    // abstraction of the logical content counts the 15 logical states.
+    let count = |m: Model<Librarian>| m.check().unwrap().stats.unique;
+    assert_eq!(count(librarian(true).fingerprint(Bytes)), 49);
+    assert_eq!(count(librarian(true).fingerprint(Heap)), 49);
+    let logical = librarian(true).abstraction(|l: &Librarian| {
+        let mut chain = Vec::new();
+        let mut at = &l.chain;
+        while let Some(link) = at {
+            chain.push(link.value);
+            at = &link.next;
+        }
+        (l.shelves.clone(), l.index.clone(), l.log.clone(), chain)
+    });
+    assert_eq!(count(logical), 15);
+    // Hash needs the type to implement Hash; the librarian does not.
+    let err = librarian(true)
+        .fingerprint(cmc::FingerprintMode::Hash)
+        .check()
+        .unwrap_err();
+    assert!(err.to_string().contains("implement Hash"), "{err}");
 }
