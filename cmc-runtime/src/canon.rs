@@ -48,14 +48,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// A multiply-rotate hasher for the graph's integer keys (the keys are
-/// offsets and canonical addresses chosen by us, not by an adversary).
+/// A multiply-rotate hasher for the graph's integer keys (offsets and
+/// canonical addresses chosen by us, not by an adversary), with a final mix:
+/// the keys are multiples of 16 or of 2^32, and hashbrown takes the bucket
+/// from the low bits.
 #[derive(Default)]
 struct WordHasher(u64);
 
 impl Hasher for WordHasher {
     fn finish(&self) -> u64 {
-        self.0
+        crate::hash::fmix64(self.0)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -196,8 +198,11 @@ struct Obj {
     ins: Vec<(usize, usize)>,
     /// Reachable from the root in the last traversal.
     reachable: bool,
-    /// Canonical address (valid while reachable).
+    /// Canonical address, depth and tree edge (holder, field) in the
+    /// breadth-first tree (valid while reachable).
     reloc: u64,
+    depth: u32,
+    parent: (usize, usize),
     /// The object's term, and whether it is in the sum.
     term: u128,
     counted: bool,
@@ -248,6 +253,8 @@ pub struct HeapGraph {
 #[derive(Default)]
 struct Work {
     rescan: HashSet<usize>,
+    /// Objects that appeared in this update.
+    added: HashSet<usize>,
     rehash: HashSet<usize>,
     structure: bool,
 }
@@ -468,6 +475,7 @@ impl HeapGraph {
                     },
                 );
                 work.rescan.insert(payload);
+                work.added.insert(payload);
                 // Loose words that now point into this object (or just past it).
                 let holders: Vec<usize> = self
                     .loose
@@ -580,27 +588,59 @@ impl HeapGraph {
             let obj = self.objs.get_mut(&payload).expect("rescanned object");
             let old_edges = std::mem::take(&mut obj.edges);
             let old_loose = std::mem::replace(&mut obj.loose, loose.clone());
-            let reachable = obj.reachable;
-            if reachable
-                && (old_edges.len() != edges.len()
-                    || old_edges
-                        .iter()
-                        .zip(&edges)
-                        .any(|(a, b)| (a.field, a.target) != (b.field, b.target)))
-            {
-                work.structure = true;
+            let (reachable, depth) = (obj.reachable, obj.depth);
+            if reachable && !work.structure {
+                work.structure = self.changes_tree(payload, depth, &old_edges, &edges);
             }
-            for e in &old_edges {
-                if let Some(t) = self.objs.get_mut(&e.target) {
-                    t.ins.retain(|&(h, f)| !(h == payload && f == e.field));
+            // Reverse edges change only where a field's target changed
+            // (both lists are sorted by field).
+            let (mut a, mut b) = (0, 0);
+            while a < old_edges.len() || b < edges.len() {
+                let (o, n) = (old_edges.get(a).copied(), edges.get(b).copied());
+                let (gone, came) = match (o, n) {
+                    (Some(o), Some(n)) if o.field == n.field => {
+                        a += 1;
+                        b += 1;
+                        if o.target == n.target {
+                            // Same pointer; but a block freed and allocated
+                            // again at the same place is a new object, whose
+                            // reverse edges start empty.
+                            if work.added.contains(&n.target) {
+                                self.objs
+                                    .get_mut(&n.target)
+                                    .expect("edges point at live objects")
+                                    .ins
+                                    .push((payload, n.field));
+                            }
+                            continue;
+                        }
+                        (Some(o), Some(n))
+                    }
+                    (Some(o), Some(n)) if o.field < n.field => {
+                        a += 1;
+                        (Some(o), None)
+                    }
+                    (Some(o), None) => {
+                        a += 1;
+                        (Some(o), None)
+                    }
+                    (_, n) => {
+                        b += 1;
+                        (None, n)
+                    }
+                };
+                if let Some(o) = gone {
+                    if let Some(t) = self.objs.get_mut(&o.target) {
+                        t.ins.retain(|&(h, f)| !(h == payload && f == o.field));
+                    }
                 }
-            }
-            for e in &edges {
-                self.objs
-                    .get_mut(&e.target)
-                    .expect("edges point at live objects")
-                    .ins
-                    .push((payload, e.field));
+                if let Some(n) = came {
+                    self.objs
+                        .get_mut(&n.target)
+                        .expect("edges point at live objects")
+                        .ins
+                        .push((payload, n.field));
+                }
             }
             for &(_, value) in &old_loose {
                 self.loose.remove(&(value, payload));
@@ -613,6 +653,60 @@ impl HeapGraph {
                 work.rehash.insert(payload);
             }
         }
+    }
+
+    /// Whether replacing the pointer fields `old` of the reachable object
+    /// `holder` (at `depth`) by `new` can change the breadth-first tree:
+    /// when a removed pointer was a tree edge, or an added one reaches an
+    /// object not reachable before or not strictly shallower than the
+    /// holder (it could then become that object's tree edge). Pointers to
+    /// shallower objects, the common case of back and cross links, leave
+    /// every access chain as it was.
+    fn changes_tree(&self, holder: usize, depth: u32, old: &[Edge], new: &[Edge]) -> bool {
+        let tree_edge = |e: &Edge| {
+            self.objs
+                .get(&e.target)
+                .is_some_and(|t| t.reachable && t.parent == (holder, e.field))
+        };
+        let harmless = |n: &Edge| {
+            self.objs
+                .get(&n.target)
+                .is_some_and(|t| t.reachable && t.depth <= depth)
+        };
+        // Both lists are sorted by field: merge them.
+        let (mut a, mut b) = (0, 0);
+        while a < old.len() || b < new.len() {
+            let (o, n) = (old.get(a), new.get(b));
+            match (o, n) {
+                (Some(o), Some(n)) if o.field == n.field => {
+                    if o.target != n.target && (tree_edge(o) || !harmless(n)) {
+                        return true;
+                    }
+                    a += 1;
+                    b += 1;
+                }
+                (Some(o), Some(n)) if o.field < n.field => {
+                    if tree_edge(o) {
+                        return true;
+                    }
+                    a += 1;
+                }
+                (Some(o), None) => {
+                    if tree_edge(o) {
+                        return true;
+                    }
+                    a += 1;
+                }
+                (_, Some(n)) => {
+                    if !harmless(n) {
+                        return true;
+                    }
+                    b += 1;
+                }
+                (None, None) => unreachable!(),
+            }
+        }
+        false
     }
 
     /// Breadth-first traversal of the compact graph from the root: assigns
@@ -631,6 +725,8 @@ impl HeapGraph {
                 moved.push(self.root);
             }
             root.reloc = 0;
+            root.depth = 0;
+            root.parent = (usize::MAX, usize::MAX);
             root.reachable = true;
             self.taken.insert(0, (epoch, self.root));
             reach.push(self.root);
@@ -639,9 +735,9 @@ impl HeapGraph {
         while qi < reach.len() {
             let parent = reach[qi];
             qi += 1;
-            let (preloc, nedges) = {
+            let (preloc, pdepth, nedges) = {
                 let p = &self.objs[&parent];
-                (p.reloc, p.edges.len())
+                (p.reloc, p.depth, p.edges.len())
             };
             for k in 0..nedges {
                 let e = self.objs[&parent].edges[k];
@@ -661,6 +757,8 @@ impl HeapGraph {
                     moved.push(e.target);
                 }
                 child.reloc = at;
+                child.depth = pdepth + 1;
+                child.parent = (parent, e.field);
                 child.reachable = true;
                 self.taken.insert(at, (epoch, e.target));
                 reach.push(e.target);

@@ -137,6 +137,11 @@ pub mod __private {
 /// Hooks for cmc's own benchmarks. Not public API: no stability promise.
 #[doc(hidden)]
 pub mod __bench {
+    /// The fold hash pages and heap objects are hashed with.
+    pub fn hash(data: &[u8]) -> u128 {
+        crate::hash::fold_hash(data)
+    }
+
     /// The content-addressed page store, for measuring insertion alone.
     #[derive(Debug)]
     pub struct PageStore(crate::store::PageStore);
