@@ -95,6 +95,69 @@ mod spec {
         );
     }
 
+    /// Unique states in every fingerprint mode. `Manager` derives `Hash`, so
+    /// `hash` is the default. The state has no heap and no padding, so bytes,
+    /// canonical heap and `Hash` all count exactly the TLA+ states. The
+    /// abstraction forgets `tmPrepared` once the TM is done (no action reads
+    /// it then): fewer states, the same verdict.
+    #[test]
+    fn every_fingerprint_mode() {
+        use cmc::FingerprintMode::{Bytes, Hash, Heap};
+        use two_phase_commit::{two_phase_commit, TmState};
+        for rms in 3..=6 {
+            let spec = Spec::new(rms, CommitGuard::AllPrepared).explore();
+            // The abstraction's image of the reachable TLA+ states.
+            let abstract_count = {
+                let model = Spec::new(rms, CommitGuard::AllPrepared);
+                let mut seen = std::collections::HashSet::new();
+                let mut todo = vec![model.init()];
+                seen.insert(model.init());
+                while let Some(s) = todo.pop() {
+                    for t in model.next(&s) {
+                        if seen.insert(t.clone()) {
+                            todo.push(t);
+                        }
+                    }
+                }
+                let image: std::collections::HashSet<_> = seen
+                    .into_iter()
+                    .map(|mut s| {
+                        if s.tm_state != two_phase_commit::reference::TmState::Init {
+                            s.tm_prepared.clear();
+                        }
+                        s
+                    })
+                    .collect();
+                image.len()
+            };
+            let count = |m: Model<Manager>| {
+                let r = m.check().expect("the check runs");
+                assert_eq!(r.verdict, Verdict::Pass, "{rms} RMs");
+                r.stats.unique as usize
+            };
+            assert_eq!(two_phase_commit(rms).fingerprint_mode(), Hash);
+            for mode in [Bytes, Heap, Hash] {
+                let unique = count(two_phase_commit(rms).fingerprint(mode));
+                println!("{rms} RMs, {mode:?}: {unique}");
+                assert_eq!(unique, spec.distinct, "{rms} RMs, {mode:?}");
+            }
+            let forget = two_phase_commit(rms).abstraction(|m: &Manager| match *m {
+                Manager::Tm {
+                    tm_state,
+                    tm_prepared,
+                } => (
+                    0u8,
+                    tm_state as u8,
+                    (tm_state == TmState::Init).then_some(tm_prepared),
+                ),
+                Manager::Rm { rm_state } => (1, rm_state as u8, None),
+            });
+            let unique = count(forget);
+            println!("{rms} RMs, abstract: {unique}");
+            assert_eq!(unique, abstract_count, "{rms} RMs, abstract");
+        }
+    }
+
     /// The registered models keep cmc's default, depth-first search. A
     /// complete search stores the same states and expands each once,
     /// whatever the order.
