@@ -305,16 +305,60 @@ impl<P: Process> Ctx<'_, P> {
         Ok(())
     }
 
-    /// Sends a copy of `msg` to every other process; returns the first error
-    /// (every send is attempted).
+    /// Sends a copy of `msg` to every other process; see
+    /// [`multicast`](Self::multicast).
     pub fn broadcast(&mut self, msg: P::Msg) -> Result<(), SendError> {
+        let peers: Vec<usize> = self.peers().collect();
+        self.multicast(peers, msg)
+    }
+
+    /// Sends a copy of `msg` to each process of `to` (in that order);
+    /// returns the first error (every send is attempted).
+    ///
+    /// When the network is lossy-full (`OnFull::Drop`) and has room for
+    /// some copies but not all, *which* copies get in is the environment's
+    /// choice: every subset of the size that fits is explored. (Keeping the
+    /// first copies only would make the receivers of a broadcast depend on
+    /// process numbering and hide behaviours.)
+    ///
+    /// # Panics
+    /// When a receiver is not a process of the model.
+    #[track_caller]
+    pub fn multicast(
+        &mut self,
+        to: impl IntoIterator<Item = usize>,
+        msg: P::Msg,
+    ) -> Result<(), SendError> {
+        let to: Vec<usize> = to.into_iter().collect();
+        for &t in &to {
+            assert!(
+                t < self.count,
+                "multicast to process {t}, but the model has {} processes",
+                self.count
+            );
+        }
         let mut result = Ok(());
-        for to in 0..self.count {
-            if to != self.me {
-                let r = self.send(to, msg.clone());
-                if result.is_ok() {
-                    result = r;
-                }
+        for (i, &t) in to.iter().enumerate() {
+            let left = to.len() - i;
+            let room = self.net.capacity.saturating_sub(self.env().msgs.len());
+            if self.net.on_full == OnFull::Drop
+                && room > 0
+                && room < left
+                && choice(2, "Ctx::multicast") == 1
+            {
+                // There is room for `room` of the `left` copies; this one is
+                // among those that do not get in.
+                with_run("Ctx::multicast", |run| {
+                    if run.describe {
+                        run.sent
+                            .push((t, format!("{msg:?}"), "dropped: network full"));
+                    }
+                });
+                continue;
+            }
+            let r = self.send(t, msg.clone());
+            if result.is_ok() {
+                result = r;
             }
         }
         result

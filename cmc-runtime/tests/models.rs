@@ -692,6 +692,58 @@ fn a_full_network_drops_or_refuses_as_configured() {
     assert_eq!(r.violations[0].record.message, "process 0: 1 failed sends");
 }
 
+/// Process 0 broadcasts one token; the others record that they got it.
+#[derive(Debug)]
+struct Radio {
+    sent: bool,
+    got: bool,
+}
+
+impl Process for Radio {
+    type Msg = u8;
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![
+            Handler::new("broadcast", |r: &mut Radio, ctx: &mut Ctx<'_, Radio>| {
+                r.sent = true;
+                let _ = ctx.broadcast(7);
+            })
+            .guard(|r, v| v.me() == 0 && !r.sent),
+            Handler::new("receive", |r: &mut Radio, ctx: &mut Ctx<'_, Radio>| {
+                r.got = ctx.recv().is_some();
+            })
+            .guard(|_, v| v.has_mail()),
+        ]
+    }
+}
+
+#[test]
+fn a_broadcast_into_a_nearly_full_network_reaches_any_subset_that_fits() {
+    let count = |capacity: usize| {
+        let r = Model::new("radio", 4, |_| Radio {
+            sent: false,
+            got: false,
+        })
+        .network(NetworkConfig::new().capacity(capacity))
+        .quiescence_ok(true)
+        .strategy(Strategy::Bfs)
+        .check()
+        .unwrap();
+        assert_eq!(r.verdict, Verdict::Pass);
+        r.stats.unique
+    };
+    // Capacity 1: the one copy goes to any of the 3 peers (3 states), which
+    // then receives it (3 more): 1 + 3 + 3. Keeping only the first copy
+    // would give 3.
+    assert_eq!(count(1), 7);
+    // Capacity 2: any 2 of the 3 peers (3 states); then one of the pair
+    // has received (6) or both have (3): 1 + 3 + 6 + 3.
+    assert_eq!(count(2), 13);
+    // Capacity 3: every copy fits; any subset of the peers has received:
+    // 1 + 2^3.
+    assert_eq!(count(3), 9);
+}
+
 #[test]
 fn traces_are_saved_and_loaded() {
     let r = courier(NetworkConfig::new()).check().unwrap();
