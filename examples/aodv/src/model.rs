@@ -96,6 +96,33 @@ fn timer(k: TimerKey) -> Timer {
     }
 }
 
+/// Who hears whom. A node's broadcasts reach its neighbours only, and its
+/// links to them are the ones that can break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// Every node is every other node's neighbour (the CMC setting).
+    Full,
+    /// Node `i` neighbours nodes `i - 1` and `i + 1`: routes of several hops
+    /// form without any message being lost.
+    Line,
+    /// A line whose ends are neighbours too: two disjoint paths between
+    /// some pairs of nodes.
+    Ring,
+}
+
+impl Topology {
+    /// Whether nodes `a` and `b` (of `nodes`) are neighbours.
+    pub fn linked(self, a: usize, b: usize, nodes: usize) -> bool {
+        let ring_ends = nodes > 2 && (a.min(b), a.max(b)) == (0, nodes - 1);
+        a != b
+            && match self {
+                Topology::Full => true,
+                Topology::Line => a.abs_diff(b) == 1,
+                Topology::Ring => a.abs_diff(b) == 1 || ring_ends,
+            }
+    }
+}
+
 /// A node of the model: the engine and the timers it asked for (inline and
 /// padding-free, like the engine's own state).
 #[repr(C)]
@@ -105,6 +132,21 @@ pub struct AodvNode {
     timers: [TimerKey; MAX_TIMERS],
     n_timers: u32,
     nodes: u32,
+    /// Bit `j` is set when node `j` is a neighbour.
+    neighbours: u32,
+    /// Bit `j` is set when this node may look for a route to node `j`.
+    wants: u32,
+    /// Bit `j` is set when the link to neighbour `j` may break.
+    breakable: u32,
+    /// 1 when the node may reboot, else 0 (words, so the state has no
+    /// padding).
+    reboots: u32,
+    /// 1 when valid routes may expire, else 0.
+    expiry: u32,
+    /// The first route update that broke the §6.2 rule, as (1, destination,
+    /// sequence number, old hops, old next hop, new hops, new next hop);
+    /// all zero while there is none (see [`AodvNode::drive`]).
+    bad_update: [u32; 7],
 }
 
 impl fmt::Debug for AodvNode {
@@ -114,7 +156,8 @@ impl fmt::Debug for AodvNode {
 }
 
 impl AodvNode {
-    fn new(i: usize, nodes: usize) -> Self {
+    fn new(i: usize, b: &Bounds) -> Self {
+        let nodes = b.nodes;
         let config = Config {
             rreq_retries: 0,
             gratuitous: true,
@@ -125,7 +168,28 @@ impl AodvNode {
             timers: [[0; 3]; MAX_TIMERS],
             n_timers: 0,
             nodes: nodes as u32,
+            neighbours: (0..nodes)
+                .filter(|&j| b.topology.linked(i, j, nodes))
+                .fold(0, |m, j| m | 1 << j),
+            wants: (0..nodes)
+                .filter(|&j| j != i && b.flows.is_none_or(|f| f.contains(&(i, j))))
+                .fold(0, |m, j| m | 1 << j),
+            breakable: (0..nodes)
+                .filter(|&j| {
+                    b.topology.linked(i, j, nodes) && b.breaks.is_none_or(|l| l.contains(&(i, j)))
+                })
+                .fold(0, |m, j| m | 1 << j),
+            reboots: u32::from(b.reboots),
+            expiry: u32::from(b.expiry),
+            bad_update: [0; 7],
         }
+    }
+
+    /// The indices of this node's neighbours.
+    pub fn neighbours(&self) -> Vec<usize> {
+        (0..self.nodes as usize)
+            .filter(|&j| self.neighbours & 1 << j != 0)
+            .collect()
     }
 
     /// The pending timers, in canonical order.
@@ -186,10 +250,18 @@ impl AodvNode {
         for a in actions {
             match a {
                 Action::Broadcast(m) => {
-                    let _ = ctx.broadcast(Packet(m.encode()));
+                    let _ = ctx.multicast(self.neighbours(), Packet(m.encode()));
                 }
                 Action::Unicast(to, m) => {
-                    let _ = ctx.send(index_of(to), Packet(m.encode()));
+                    // A node learns next hops only from neighbours it heard.
+                    let to = index_of(to);
+                    assert!(
+                        self.neighbours & 1 << to != 0,
+                        "{:?} unicasts to {:?}, which is not a neighbour",
+                        self.node.addr(),
+                        addr_of(to)
+                    );
+                    let _ = ctx.send(to, Packet(m.encode()));
                 }
                 Action::SetTimer(t, _) => self.set(t),
                 Action::CancelTimer(t) => self.cancel(t),
@@ -207,6 +279,7 @@ impl AodvNode {
     /// looking for.
     fn wanted(&self) -> Vec<Addr> {
         (0..self.nodes as usize)
+            .filter(|&j| self.wants & 1 << j != 0)
             .map(addr_of)
             .filter(|&d| {
                 d != self.node.addr()
@@ -219,7 +292,11 @@ impl AodvNode {
     fn short_timers(&self) -> Vec<Timer> {
         self.timers()
             .into_iter()
-            .filter(|t| matches!(t, Timer::RouteExpiry(_) | Timer::DiscoveryRetry(_)))
+            .filter(|t| match t {
+                Timer::RouteExpiry(_) => self.expiry != 0,
+                Timer::DiscoveryRetry(_) => true,
+                _ => false,
+            })
             .collect()
     }
 
@@ -233,7 +310,44 @@ impl AodvNode {
 
     fn fire(&mut self, t: Timer, ctx: &mut Ctx<'_, Self>) {
         self.cancel(t);
-        let actions = self.node.timer_expired(t);
+        self.drive(ctx, |n| n.timer_expired(t));
+    }
+
+    /// Runs one engine event and carries out its actions, auditing the
+    /// §6.2 update rule on the way: a valid route whose sequence number is
+    /// known and stays the same may change only to a strictly shorter one.
+    /// (A message's route is never fresher than its sender's current one,
+    /// so this rule is what keeps the next hop strictly fresher; an
+    /// implementation that accepts an equally long route breaks it without
+    /// closing a loop, so the loop invariants alone cannot see it.)
+    fn drive(&mut self, ctx: &mut Ctx<'_, Self>, event: impl FnOnce(&mut Node) -> Vec<Action>) {
+        let before = *self.node.routes();
+        let actions = event(&mut self.node);
+        if self.bad_update[0] == 0 {
+            for new in self.node.routes().iter().filter(|r| r.is_valid()) {
+                let Some(old) = before.get(new.dest).filter(|o| o.is_valid()) else {
+                    continue;
+                };
+                let changed = (old.hops, old.next_hop) != (new.hops, new.next_hop);
+                if old.valid_seq
+                    && new.valid_seq
+                    && old.seq == new.seq
+                    && changed
+                    && new.hops >= old.hops
+                {
+                    self.bad_update = [
+                        1,
+                        new.dest.0,
+                        new.seq,
+                        u32::from(old.hops),
+                        old.next_hop.0,
+                        u32::from(new.hops),
+                        new.next_hop.0,
+                    ];
+                    break;
+                }
+            }
+        }
         self.apply(actions, ctx);
     }
 }
@@ -247,8 +361,7 @@ impl AodvNode {
     fn originate(&mut self, ctx: &mut Ctx<'_, Self>) {
         let wanted = self.wanted();
         let dest = wanted[cmc::choose(wanted.len())];
-        let actions = self.node.originate(dest);
-        self.apply(actions, ctx);
+        self.drive(ctx, |n| n.originate(dest));
     }
 
     fn can_originate(&self) -> bool {
@@ -259,8 +372,7 @@ impl AodvNode {
     #[handler(guard = Self::has_mail)]
     fn receive(&mut self, ctx: &mut Ctx<'_, Self>) {
         if let Some((from, Packet(bytes))) = ctx.recv() {
-            let actions = self.node.receive(addr_of(from), &bytes);
-            self.apply(actions, ctx);
+            self.drive(ctx, |n| n.receive(addr_of(from), &bytes));
         }
     }
 
@@ -298,19 +410,27 @@ impl AodvNode {
 
     /// Table 4.1: the link to a neighbour breaks (every neighbour is
     /// explored).
-    #[handler]
+    #[handler(guard = Self::has_breakable_links)]
     fn link_break(&mut self, ctx: &mut Ctx<'_, Self>) {
-        let peers: Vec<usize> = ctx.peers().collect();
+        let peers: Vec<usize> = (0..self.nodes as usize)
+            .filter(|&j| self.breakable & 1 << j != 0)
+            .collect();
         let n = peers[cmc::choose(peers.len())];
-        let actions = self.node.link_broken(addr_of(n));
-        self.apply(actions, ctx);
+        self.drive(ctx, |node| node.link_broken(addr_of(n)));
+    }
+
+    fn has_breakable_links(&self) -> bool {
+        self.breakable != 0
+    }
+
+    fn may_reboot(&self) -> bool {
+        self.reboots != 0
     }
 
     /// Table 4.1: the node reboots and loses its state.
-    #[handler]
+    #[handler(guard = Self::may_reboot)]
     fn reboot(&mut self, ctx: &mut Ctx<'_, Self>) {
-        let actions = self.node.reboot();
-        self.apply(actions, ctx);
+        self.drive(ctx, |n| n.reboot());
     }
 
     /// At most one entry per destination (and the table is sorted).
@@ -321,6 +441,23 @@ impl AodvNode {
             Ok(())
         } else {
             Err(format!("{:?} has entries for {dests:?}", self.node.addr()))
+        }
+    }
+
+    /// §6.2: at an unchanged, known sequence number a valid route is
+    /// replaced only by a strictly shorter one (audited by
+    /// [`AodvNode::drive`]).
+    #[invariant]
+    fn update_rule(&self) -> Result<(), String> {
+        match self.bad_update {
+            [0, ..] => Ok(()),
+            [_, dest, seq, old_hops, old_next, new_hops, new_next] => Err(format!(
+                "{:?} replaced its route to {:?} (seq {seq}, hops {old_hops} via {:?}) by (seq {seq}, hops {new_hops} via {:?})",
+                self.node.addr(),
+                Addr(dest),
+                Addr(old_next),
+                Addr(new_next)
+            )),
         }
     }
 
@@ -486,12 +623,41 @@ pub struct Bounds {
     pub queue: usize,
     /// Whether the network may duplicate packets.
     pub duplicating: bool,
+    /// Who hears whom.
+    pub topology: Topology,
+    /// The (originator, destination) pairs for which route discoveries
+    /// happen, by node index; `None`: every pair (the CMC setting).
+    pub flows: Option<&'static [(usize, usize)]>,
+    /// The links that may break, as (node, neighbour) pairs by index: the
+    /// node notices the break. `None`: every link, at either end.
+    pub breaks: Option<&'static [(usize, usize)]>,
+    /// Whether nodes may reboot.
+    pub reboots: bool,
+    /// Whether valid routes may expire (ACTIVE_ROUTE_TIMEOUT).
+    pub expiry: bool,
 }
 
 /// The AODV model with these bounds.
 pub fn aodv(name: &str, b: Bounds) -> Model<AodvNode> {
     let nodes = b.nodes;
-    Model::new(name, nodes, move |i| AodvNode::new(i, nodes))
+    assert!(
+        (2..=MAX_NODES).contains(&nodes),
+        "an AODV model has 2 to {MAX_NODES} nodes, not {nodes}"
+    );
+    for &(o, d) in b.flows.unwrap_or(&[]) {
+        assert!(
+            o < nodes && d < nodes && o != d,
+            "the flow {o} -> {d} is not between two distinct nodes of {nodes}"
+        );
+    }
+    for &(i, j) in b.breaks.unwrap_or(&[]) {
+        assert!(
+            i < nodes && j < nodes && b.topology.linked(i, j, nodes),
+            "{i} - {j} is not a link of the {:?} topology of {nodes} nodes",
+            b.topology
+        );
+    }
+    Model::new(name, nodes, move |i| AodvNode::new(i, &b))
         .network(
             NetworkConfig::new()
                 .capacity(b.queue)
@@ -533,14 +699,51 @@ pub fn show(p: &AodvNode) -> String {
     s
 }
 
-/// The starting bounds: sequence numbers and RREQ IDs up to 1, one packet
-/// in flight.
+/// The starting bounds: three fully connected nodes that may all look for
+/// each other, with every event of Table 4.1; sequence numbers and RREQ IDs
+/// up to 1, one packet in flight.
 pub const SMALL: Bounds = Bounds {
     nodes: 3,
     max_seq: 1,
     max_rreq_id: 1,
     queue: 1,
     duplicating: false,
+    topology: Topology::Full,
+    flows: None,
+    breaks: None,
+    reboots: true,
+    expiry: true,
+};
+
+/// Four nodes in a ring (0–1–2–3–0) with every event and two packets in
+/// flight: the smallest network with two disjoint paths of equal length,
+/// where stale requests and replies cross.
+pub const RING: Bounds = Bounds {
+    nodes: 4,
+    queue: 2,
+    topology: Topology::Ring,
+    ..SMALL
+};
+
+/// The RERR race of the specification bug (thesis §4.6.5): four nodes in a
+/// line 0–1–2–3; node 1 looks for node 3 and node 3 for node 0; only the
+/// link from node 2 to node 3 breaks; no reboots and no route expiry;
+/// sequence numbers and RREQ IDs up to 2; two packets in flight. The race
+/// needs a node that routes through the victim of a stale RERR, fresh
+/// information arriving between the RERR's sending and its receipt, and a
+/// second discovery: 15 steps, beyond breadth-first reach in the
+/// unrestricted four-node environment.
+pub const RERR_RACE: Bounds = Bounds {
+    nodes: 4,
+    max_seq: 2,
+    max_rreq_id: 2,
+    queue: 2,
+    topology: Topology::Line,
+    flows: Some(&[(1, 3), (3, 0)]),
+    breaks: Some(&[(2, 3)]),
+    reboots: false,
+    expiry: false,
+    ..SMALL
 };
 
 /// Two nodes (explored completely).
@@ -549,14 +752,26 @@ pub fn aodv_2_nodes() -> Model<AodvNode> {
     aodv("aodv_2_nodes", Bounds { nodes: 2, ..SMALL })
 }
 
-/// Three nodes, to depth 13.
+/// Three nodes, to depth 10.
 #[cmc::model]
 pub fn aodv_3_nodes() -> Model<AodvNode> {
-    aodv("aodv_3_nodes", SMALL).max_depth(13)
+    aodv("aodv_3_nodes", SMALL).max_depth(10)
 }
 
-/// Four nodes, to depth 9.
+/// Four nodes, to depth 7.
 #[cmc::model]
 pub fn aodv_4_nodes() -> Model<AodvNode> {
-    aodv("aodv_4_nodes", Bounds { nodes: 4, ..SMALL }).max_depth(9)
+    aodv("aodv_4_nodes", Bounds { nodes: 4, ..SMALL }).max_depth(7)
+}
+
+/// Four nodes in a ring ([`RING`]), to depth 8.
+#[cmc::model]
+pub fn aodv_4_ring() -> Model<AodvNode> {
+    aodv("aodv_4_ring", RING).max_depth(8)
+}
+
+/// The RERR race environment ([`RERR_RACE`]), to depth 15.
+#[cmc::model]
+pub fn aodv_4_line() -> Model<AodvNode> {
+    aodv("aodv_4_line", RERR_RACE).max_depth(15)
 }

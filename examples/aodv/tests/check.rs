@@ -1,7 +1,7 @@
 //! cmc checks of the registered models and of every seeded bug (release
 //! builds: `cargo test --release --features bug-...`).
 
-use aodv::model::{aodv, Bounds, SMALL};
+use aodv::model::{aodv, AodvNode, Bounds, SMALL};
 use cmc::{Strategy, Verdict, ViolationKind};
 
 #[global_allocator]
@@ -18,6 +18,31 @@ fn run(bounds: Bounds, depth: usize) -> cmc::CheckResult {
         println!("{v}");
     }
     r
+}
+
+/// Checks a registered model breadth-first and expects a violation of
+/// `property` with a trace of `steps` steps; returns its message.
+#[allow(dead_code, reason = "used only by the tests of the seeded bugs")]
+fn expect_in(
+    model: cmc::Model<AodvNode>,
+    property: &str,
+    kind: ViolationKind,
+    steps: usize,
+) -> String {
+    let r = model
+        .strategy(Strategy::Bfs)
+        .check()
+        .expect("the check runs");
+    println!("{}", r.summary());
+    assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary());
+    let v = &r.violations[0];
+    println!("{v}");
+    assert_eq!(
+        (v.record.kind, v.record.property.as_str()),
+        (kind, property)
+    );
+    assert_eq!(v.trace.steps.len(), steps);
+    v.record.message.clone()
 }
 
 #[allow(dead_code, reason = "used only by the tests of the seeded bugs")]
@@ -55,8 +80,20 @@ mod clean {
     }
 
     #[test]
-    fn three_nodes_have_no_violation_to_depth_10() {
-        let r = run(SMALL, 10);
+    fn three_nodes_have_no_violation_to_depth_9() {
+        let r = run(SMALL, 9);
+        assert_eq!(r.verdict, Verdict::Bounded);
+    }
+
+    #[test]
+    fn the_ring_has_no_violation_to_depth_6() {
+        let r = run(aodv::model::RING, 6);
+        assert_eq!(r.verdict, Verdict::Bounded);
+    }
+
+    #[test]
+    fn the_rerr_race_environment_has_no_violation_to_depth_13() {
+        let r = run(aodv::model::RERR_RACE, 13);
         assert_eq!(r.verdict, Verdict::Bounded);
     }
 }
@@ -76,7 +113,7 @@ fn an_old_rrep_after_a_reboot_panics() {
 #[cfg(feature = "bug-hopcount-overflow")]
 #[test]
 fn an_infinite_hop_count_wraps_to_zero() {
-    expect("hop_count_bounds", ViolationKind::Invariant, SMALL, 13, 13);
+    expect("hop_count_bounds", ViolationKind::Invariant, SMALL, 10, 9);
 }
 
 #[cfg(feature = "bug-linkbreak-no-increment")]
@@ -87,43 +124,43 @@ fn a_link_break_without_increment_makes_a_loop() {
     expect("hop_count_bounds", ViolationKind::Invariant, SMALL, 8, 8);
 }
 
-// The three seeded bugs below are not found yet within bounds a test can
-// afford (see the README); the tests say what finding them means.
-
 #[cfg(feature = "bug-rerr-seqno")]
 #[test]
-#[ignore = "not found within the 3-node bounds: needs 4 nodes and sequence numbers up to 2 (README)"]
 fn a_stale_rerr_makes_a_loop() {
-    let r = run(
-        Bounds {
-            nodes: 4,
-            max_seq: 2,
-            max_rreq_id: 2,
-            queue: 2,
-            ..SMALL
-        },
-        30,
+    // Node 1 takes the stale RERR's sequence number, accepts node 0's
+    // route through itself and closes the loop 1 -> 0 -> 1; the looping
+    // route's 4 hops in a 4-node network are caught in the same state.
+    let v = expect_in(
+        aodv::model::aodv_4_line(),
+        "hop_count_bounds",
+        ViolationKind::Invariant,
+        15,
     );
-    assert_eq!(r.verdict, Verdict::Violation);
+    assert!(v.contains("hop count 4"), "{v}");
 }
 
 #[cfg(feature = "bug-hopcount-compare")]
 #[test]
-#[ignore = "not found within the bounds (README: accepting equal hop counts may be benign in this port)"]
-fn comparing_before_the_increment_is_caught() {
-    let r = run(Bounds { nodes: 4, ..SMALL }, 20);
-    assert_eq!(r.verdict, Verdict::Violation);
+fn comparing_before_the_increment_breaks_the_update_rule() {
+    let v = expect_in(
+        aodv::model::aodv_4_ring(),
+        "update_rule",
+        ViolationKind::Invariant,
+        8,
+    );
+    assert!(
+        v.contains("hops 2 via") && v.contains("by (seq 1, hops 2"),
+        "{v}"
+    );
 }
 
 #[cfg(feature = "bug-gratuitous-self-route")]
 #[test]
-#[ignore = "not found within the bounds (README: unreachable under the real-time environment rules?)"]
 fn a_gratuitous_rrep_installs_a_route_to_self() {
-    expect(
+    expect_in(
+        aodv::model::aodv_4_ring(),
         "route_to_self",
         ViolationKind::Invariant,
-        Bounds { nodes: 4, ..SMALL },
-        20,
-        0,
+        8,
     );
 }
