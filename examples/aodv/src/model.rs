@@ -1,6 +1,9 @@
 //! The cmc model of AODV (thesis §4.4): every process is a [`Node`] driven
-//! by the events of thesis Table 4.1, over a fully connected network that
-//! is a bounded, unordered, lossy multiset of packets (the wire bytes).
+//! by the events of thesis Table 4.1, over a network that is a bounded,
+//! unordered, lossy multiset of packets (the wire bytes). The network is
+//! fully connected (the CMC setting), a line or a ring ([`Topology`]); the
+//! [`Bounds`] also say who looks for whom, which links may break, and
+//! whether nodes reboot and routes expire.
 //!
 //! Time is abstract: the engine's timers are kept per process and any
 //! pending one may expire at any moment, except the long ones

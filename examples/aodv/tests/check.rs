@@ -164,3 +164,20 @@ fn a_gratuitous_rrep_installs_a_route_to_self() {
         8,
     );
 }
+
+#[test]
+fn topologies_link_the_right_nodes() {
+    use aodv::model::Topology;
+    let links = |t: Topology, n: usize| -> Vec<(usize, usize)> {
+        (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .filter(|&(a, b)| t.linked(a, b, n) && t.linked(b, a, n))
+            .collect()
+    };
+    assert_eq!(links(Topology::Full, 3), [(0, 1), (0, 2), (1, 2)]);
+    assert_eq!(links(Topology::Line, 4), [(0, 1), (1, 2), (2, 3)]);
+    assert_eq!(links(Topology::Ring, 4), [(0, 1), (0, 3), (1, 2), (2, 3)]);
+    // Two nodes: a ring is a single link, and nobody is linked to itself.
+    assert_eq!(links(Topology::Ring, 2), [(0, 1)]);
+    assert!(!Topology::Full.linked(1, 1, 3));
+}
