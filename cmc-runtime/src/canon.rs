@@ -587,7 +587,7 @@ impl HeapGraph {
             }
             let obj = self.objs.get_mut(&payload).expect("rescanned object");
             let old_edges = std::mem::take(&mut obj.edges);
-            let old_loose = std::mem::replace(&mut obj.loose, loose.clone());
+            let old_loose = std::mem::take(&mut obj.loose);
             let (reachable, depth) = (obj.reachable, obj.depth);
             if reachable && !work.structure {
                 work.structure = self.changes_tree(payload, depth, &old_edges, &edges);
@@ -648,7 +648,9 @@ impl HeapGraph {
             for &(_, value) in &loose {
                 self.loose.insert((value, payload));
             }
-            self.objs.get_mut(&payload).expect("rescanned object").edges = edges;
+            let obj = self.objs.get_mut(&payload).expect("rescanned object");
+            obj.edges = edges;
+            obj.loose = loose;
             if reachable {
                 work.rehash.insert(payload);
             }

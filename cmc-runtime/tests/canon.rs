@@ -71,27 +71,6 @@ impl Pair {
     fn assert_same(&mut self, what: &str) {
         let (heap, bytes) = self.fingerprints();
         let forms = [0, 1].map(|i| reference_form(&self.mem, self.arenas[i], self.roots[i]));
-        if forms[0] != forms[1] && std::env::var_os("CANON_DEBUG").is_some() {
-            for f in &forms {
-                let mut at = 0;
-                let mut k = 0;
-                let word = |i: usize| u64::from_le_bytes(f[i..i + 8].try_into().unwrap());
-                while at < f.len() {
-                    let len = word(at) as usize;
-                    let bytes = &f[at + 8..at + 8 + len];
-                    at += 8 + len;
-                    let n = word(at) as usize;
-                    let map: Vec<u64> = (0..n).map(|j| word(at + 8 + 8 * j)).collect();
-                    at += 8 + 8 * n;
-                    eprintln!(
-                        "obj {k}: len {len} map {map:?} bytes {:?}",
-                        &bytes[..len.min(64)]
-                    );
-                    k += 1;
-                }
-                eprintln!("----");
-            }
-        }
         if forms[0] != forms[1] {
             let at = forms[0].iter().zip(&forms[1]).position(|(a, b)| a != b);
             panic!(
