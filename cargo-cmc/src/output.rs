@@ -128,6 +128,7 @@ impl Output {
                             "property": v.record.property,
                             "message": v.record.message,
                             "location": v.record.location,
+                            "also_violated": v.trace.also_violated,
                             "trace_len": v.trace.steps.len(),
                             "trace_file": s.trace_file,
                             "report_file": s.report_file,

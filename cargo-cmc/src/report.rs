@@ -252,6 +252,13 @@ fn header(out: &mut String, trace: &Trace) {
             if let Some(location) = &v.location {
                 let _ = write!(out, "<div class=\"location\">at {}</div>", esc(location));
             }
+            if !trace.also_violated.is_empty() {
+                let _ = write!(
+                    out,
+                    "<div class=\"also\">also violated in this state: {}</div>",
+                    esc(&trace.also_violated.join(", "))
+                );
+            }
             out.push_str("</div>\n");
         }
         None => out.push_str("<div class=\"no-violation\">No violation recorded.</div>\n"),
@@ -904,6 +911,7 @@ code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospac
 .violation .property { font-weight: 700; font-family: ui-monospace, monospace; }
 .violation .message { margin-top: 4px; font-family: ui-monospace, monospace; white-space: pre-wrap; }
 .violation .location { color: var(--muted); font-size: 12px; }
+.violation .also { margin-top: 4px; color: var(--muted); }
 .no-violation { color: var(--muted); }
 .facts { color: var(--muted); font-size: 12px; margin: 6px 0; }
 .empty { padding: 12px; border: 1px dashed var(--red); background: var(--bg-fail); border-radius: 6px; }

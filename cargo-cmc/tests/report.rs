@@ -339,6 +339,7 @@ fn handmade_trace() -> Trace {
             message: "process 1: third request".into(),
             location: Some("src/node.rs:10:5".into()),
         }),
+        also_violated: Vec::new(),
     }
 }
 
@@ -467,6 +468,21 @@ fn the_courier_report_draws_both_deliveries_out_of_order() {
         .map(|s| &s[..s.find("</span>").unwrap()])
         .collect();
     assert_eq!(changed, vec!["        1,"], "{item}");
+}
+
+#[test]
+fn the_report_names_the_other_properties_the_last_state_breaks() {
+    let mut trace = courier_trace();
+    assert!(!report::render(&trace).contains("also violated"));
+    trace.also_violated = vec!["freshness".into(), "<loop>".into()];
+    let html = report::render(&trace);
+    check_common(&trace, &html);
+    assert!(
+        html.contains(
+            "<div class=\"also\">also violated in this state: freshness, &lt;loop&gt;</div>"
+        ),
+        "{html}"
+    );
 }
 
 #[test]

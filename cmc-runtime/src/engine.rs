@@ -662,32 +662,39 @@ impl<'m, P: Process> Engine<'m, P> {
         }
     }
 
-    /// Checks the properties of the loaded state: per-process and global
-    /// invariants, and leaks when enabled.
-    fn check_state(&self) -> Option<ViolationRecord> {
+    /// The invariants the loaded state violates (per-process ones first,
+    /// then global ones, in declaration order); only the first when
+    /// `first_only`.
+    fn invariant_violations(&self, first_only: bool) -> Vec<ViolationRecord> {
         let _sys = system_scope();
+        let mut found = Vec::new();
+        let record = |property: &str, message: String, panic: Option<String>| ViolationRecord {
+            kind: if panic.is_some() {
+                ViolationKind::Panic
+            } else {
+                ViolationKind::Invariant
+            },
+            property: property.into(),
+            message,
+            location: panic,
+        };
         for (p, &root) in self.roots.iter().enumerate() {
             // SAFETY: a live root of the loaded state.
             let proc = unsafe { &*root };
             for inv in &self.invariants {
                 match user_code(false, || (inv.check)(proc)) {
-                    Ok(Ok(())) => {}
+                    Ok(Ok(())) => continue,
                     Ok(Err(message)) => {
-                        return Some(ViolationRecord {
-                            kind: ViolationKind::Invariant,
-                            property: inv.name.into(),
-                            message: format!("process {p}: {message}"),
-                            location: None,
-                        })
+                        found.push(record(inv.name, format!("process {p}: {message}"), None))
                     }
-                    Err((message, location)) => {
-                        return Some(ViolationRecord {
-                            kind: ViolationKind::Panic,
-                            property: inv.name.into(),
-                            message: format!("process {p}: {message}"),
-                            location: Some(location),
-                        })
-                    }
+                    Err((message, location)) => found.push(record(
+                        inv.name,
+                        format!("process {p}: {message}"),
+                        Some(location),
+                    )),
+                }
+                if first_only {
+                    return found;
                 }
             }
         }
@@ -707,24 +714,23 @@ impl<'m, P: Process> Engine<'m, P> {
                 Err(erased) => crate::registry::run_erased(erased, &world),
             });
             match result {
-                Ok(Ok(())) => {}
-                Ok(Err(message)) => {
-                    return Some(ViolationRecord {
-                        kind: ViolationKind::Invariant,
-                        property: name.into(),
-                        message,
-                        location: None,
-                    })
-                }
-                Err((message, location)) => {
-                    return Some(ViolationRecord {
-                        kind: ViolationKind::Panic,
-                        property: name.into(),
-                        message,
-                        location: Some(location),
-                    })
-                }
+                Ok(Ok(())) => continue,
+                Ok(Err(message)) => found.push(record(name, message, None)),
+                Err((message, location)) => found.push(record(name, message, Some(location))),
             }
+            if first_only {
+                return found;
+            }
+        }
+        found
+    }
+
+    /// Checks the properties of the loaded state: per-process and global
+    /// invariants, and leaks when enabled.
+    fn check_state(&self) -> Option<ViolationRecord> {
+        let _sys = system_scope();
+        if let Some(record) = self.invariant_violations(true).pop() {
+            return Some(record);
         }
         if self.model.detect_leaks {
             for (p, &arena) in self.arenas.iter().enumerate() {
@@ -886,11 +892,13 @@ impl<'m, P: Process> Engine<'m, P> {
     fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
         self.mem.restore(self.initial);
         let mut out = Vec::with_capacity(steps.len());
+        let mut last_failed = false;
         for step in steps {
             let before = self.show(step.event.actor);
             let outcome = self.run(step.event, step.choices.clone(), true);
             let (fingerprint, after) =
                 if outcome.panic.is_some() || self.mem.take_exhaustion().is_some() {
+                    last_failed = true;
                     (String::new(), None)
                 } else {
                     let s = self.mem.capture();
@@ -907,6 +915,19 @@ impl<'m, P: Process> Engine<'m, P> {
                 after,
             ));
         }
+        // The final state is loaded unless the last step failed: name every
+        // other invariant it breaks (the first one found is `record`).
+        let also_violated = if last_failed {
+            Vec::new()
+        } else {
+            let mut names: Vec<String> = Vec::new();
+            for v in self.invariant_violations(false) {
+                if v.property != record.property && !names.contains(&v.property) {
+                    names.push(v.property);
+                }
+            }
+            names
+        };
         Trace {
             version: TRACE_VERSION,
             model: self.model.name.clone(),
@@ -917,6 +938,7 @@ impl<'m, P: Process> Engine<'m, P> {
             },
             initial_fingerprint: hex(self.mem.fingerprint(self.initial)),
             steps: out,
+            also_violated,
             violation: Some(record),
         }
     }
@@ -1233,6 +1255,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 initial_fingerprint: String::new(),
                 steps: Vec::new(),
                 violation: Some(record.clone()),
+                also_violated: Vec::new(),
             };
             return Ok(CheckResult {
                 model: model.name.clone(),

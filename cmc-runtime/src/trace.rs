@@ -156,6 +156,11 @@ pub struct Trace {
     pub steps: Vec<Step>,
     /// The violation at the end of the steps.
     pub violation: Option<ViolationRecord>,
+    /// The other invariants the final state violates, by name (evaluated
+    /// once the first violation is found; empty when the last step itself
+    /// failed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_violated: Vec<String>,
 }
 
 impl Trace {
@@ -236,6 +241,13 @@ impl fmt::Display for Trace {
         }
         if let Some(v) = &self.violation {
             writeln!(f, "  {v}")?;
+        }
+        if !self.also_violated.is_empty() {
+            writeln!(
+                f,
+                "  also violated in this state: {}",
+                self.also_violated.join(", ")
+            )?;
         }
         Ok(())
     }

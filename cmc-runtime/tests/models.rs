@@ -76,6 +76,95 @@ fn two_independent_counters_mod_3_have_9_states() {
     }
 }
 
+/// A value that jumps from 0 to 5 (breaking two of its three invariants at
+/// once), or panics.
+#[derive(Debug)]
+struct Jumper {
+    value: u8,
+}
+
+impl Process for Jumper {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![
+            Handler::new("jump", |j: &mut Jumper, _: &mut Ctx<'_, Jumper>| {
+                j.value = 5
+            })
+            .guard(|j, _| j.value == 0),
+            Handler::new("fall", |j: &mut Jumper, _: &mut Ctx<'_, Jumper>| {
+                j.value = 9;
+                panic!("fell")
+            })
+            .guard(|j, _| j.value == 0),
+        ]
+    }
+    fn invariants() -> Vec<Invariant<Self>> {
+        fn below<const LIMIT: u8>(j: &Jumper) -> Result<(), String> {
+            if j.value < LIMIT {
+                Ok(())
+            } else {
+                Err(format!("{} is not below {LIMIT}", j.value))
+            }
+        }
+        vec![
+            Invariant::new("below_4", below::<4>),
+            Invariant::new("below_10", below::<10>),
+            Invariant::new("below_3", below::<3>),
+        ]
+    }
+}
+
+#[test]
+fn a_trace_names_every_other_invariant_its_last_state_breaks() {
+    let r = Model::new("jumper", 1, |_| Jumper { value: 0 })
+        .invariant("never_five", |w| {
+            if w.process(0).value == 5 {
+                Err("five".into())
+            } else {
+                Ok(())
+            }
+        })
+        .strategy(Strategy::Bfs)
+        .keep_going(true)
+        .check()
+        .unwrap();
+    let found: Vec<(ViolationKind, &str, Vec<&str>)> = r
+        .violations
+        .iter()
+        .map(|v| {
+            let also = v.trace.also_violated.iter().map(String::as_str).collect();
+            (v.record.kind, v.record.property.as_str(), also)
+        })
+        .collect();
+    // Per-process invariants come first, in declaration order; below_10
+    // holds. After a panic the state is not a state: nothing else is named.
+    assert_eq!(
+        found,
+        vec![
+            (
+                ViolationKind::Invariant,
+                "below_4",
+                vec!["below_3", "never_five"]
+            ),
+            (ViolationKind::Panic, "fall", vec![]),
+        ]
+    );
+    let text = r.violations[0].to_string();
+    assert!(
+        text.ends_with("also violated in this state: below_3, never_five\n"),
+        "{text}"
+    );
+    // Old trace files, without the field, still load.
+    let json = r.violations[0].trace.to_json();
+    assert!(json.contains("\"also_violated\""));
+    let old = json.replace("\"also_violated\"", "\"ignored\"");
+    assert!(cmc::Trace::from_json(&old)
+        .unwrap()
+        .also_violated
+        .is_empty());
+}
+
 #[test]
 fn the_summary_line_has_the_promised_form() {
     let r = Model::new("counters", 2, |_| Counter { value: 0 })
