@@ -220,6 +220,7 @@ fn the_json_result_object_has_every_promised_field() {
     assert_eq!(v["property"], "in_order");
     assert_eq!(v["message"], "process 1: received [2, 1]");
     assert_eq!(v["trace_len"], 3);
+    assert_eq!(v["also_violated"], serde_json::json!([]));
     assert!(Path::new(v["trace_file"].as_str().unwrap()).exists());
     assert!(Path::new(v["report_file"].as_str().unwrap()).exists());
     assert_eq!(result["verdict"], "pass");
