@@ -341,6 +341,16 @@ fn tool_errors_exit_with_2_and_a_message() {
             vec!["check", "--model", "counters", "--fingerprint", "abstract"],
             "needs an abstraction function",
         ),
+        (
+            fixture("passing"),
+            vec!["check", "--features", "bad-bounds", "--model", "bad_bounds"],
+            "building `fixture_passing::bad_bounds` failed: ",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--features", "bad-bounds", "--model", "bad_bounds"],
+            "a model needs at least one counter, not 0",
+        ),
     ];
     for (dir, args, expected) in cases {
         let out = run(&dir, &args);

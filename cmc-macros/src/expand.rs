@@ -361,9 +361,9 @@ pub(crate) fn model(func: &Ident, output: &Type, item: &Item) -> TokenStream {
                 // macro call, whatever span it is given.
                 ::std::file!(),
                 ::std::line!(),
-                |#path, #options| ::cmc::__private::check_model(#path, #build, #options),
+                |#path, #options| ::cmc::__private::check_model(#path, || #build, #options),
                 |#path, #options, #trace| {
-                    ::cmc::__private::replay_model(#path, #build, #options, #trace)
+                    ::cmc::__private::replay_model(#path, || #build, #options, #trace)
                 },
             )
         }

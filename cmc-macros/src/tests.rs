@@ -307,9 +307,9 @@ fn a_model_is_registered_under_its_path() {
                 ::std::concat!(::std::module_path!(), "::", "tallies"),
                 ::std::file!(),
                 ::std::line!(),
-                |path, options| ::cmc::__private::check_model(path, __cmc_model(tallies()), options),
+                |path, options| ::cmc::__private::check_model(path, || __cmc_model(tallies()), options),
                 |path, options, trace| {
-                    ::cmc::__private::replay_model(path, __cmc_model(tallies()), options, trace)
+                    ::cmc::__private::replay_model(path, || __cmc_model(tallies()), options, trace)
                 },
             )
         },

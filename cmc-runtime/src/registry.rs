@@ -188,13 +188,26 @@ pub(crate) fn run_erased<P: Process>(
 pub mod private {
     use super::*;
 
+    /// Builds a registered model; a panic in the model's function (bad
+    /// bounds, say) becomes an error that names it, not a crash.
+    fn build<P: Process>(
+        path: &'static str,
+        build: impl FnOnce() -> Model<P>,
+    ) -> Result<Model<P>, CheckError> {
+        crate::ctx::user_code(false, build).map_err(|(message, location)| {
+            CheckError::Model(format!(
+                "building `{path}` failed: {message} (at {location})"
+            ))
+        })
+    }
+
     /// Checks a registered model under its registered path.
     pub fn check_model<P: Process>(
         path: &'static str,
-        model: Model<P>,
+        model: impl FnOnce() -> Model<P>,
         options: &RunOptions,
     ) -> Result<CheckResult, CheckError> {
-        let mut model = model.apply(options);
+        let mut model = build(path, model)?.apply(options);
         model.name = path.to_string();
         if options.isolate {
             model.check_isolated()
@@ -206,11 +219,11 @@ pub mod private {
     /// Replays a trace on a registered model.
     pub fn replay_model<P: Process>(
         path: &'static str,
-        model: Model<P>,
+        model: impl FnOnce() -> Model<P>,
         options: &RunOptions,
         trace: &Trace,
     ) -> Result<ReplayOutcome, CheckError> {
-        let mut model = model.apply(options);
+        let mut model = build(path, model)?.apply(options);
         model.name = path.to_string();
         if options.isolate {
             model.replay_isolated(trace)
