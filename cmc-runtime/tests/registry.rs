@@ -36,8 +36,8 @@ fn tallies() -> Model<Tally> {
         concat!(module_path!(), "::tallies"),
         file!(),
         line!(),
-        |path, options| ::cmc::__private::check_model(path, tallies(), options),
-        |path, options, trace| ::cmc::__private::replay_model(path, tallies(), options, trace),
+        |path, options| ::cmc::__private::check_model(path, tallies, options),
+        |path, options, trace| ::cmc::__private::replay_model(path, tallies, options, trace),
     )
 }
 
