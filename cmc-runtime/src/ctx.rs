@@ -186,6 +186,17 @@ pub fn choose(n: usize) -> usize {
     choice(n, "cmc::choose")
 }
 
+/// Records the fate of a copy sent to `to`, when the run describes its
+/// steps.
+#[track_caller]
+fn note_copy(to: usize, msg: &impl fmt::Debug, fate: &'static str) {
+    with_run("Ctx::send", |run| {
+        if run.describe {
+            run.sent.push((to, format!("{msg:?}"), fate));
+        }
+    })
+}
+
 /// Why a send failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -270,13 +281,7 @@ impl<P: Process> Ctx<'_, P> {
             "send to process {to}, but the model has {} processes",
             self.count
         );
-        let note = |fate: &'static str, msg: &P::Msg| {
-            with_run("Ctx::send", |run| {
-                if run.describe {
-                    run.sent.push((to, format!("{msg:?}"), fate));
-                }
-            })
-        };
+        let note = |fate: &'static str, msg: &P::Msg| note_copy(to, msg, fate);
         if self.net.send_failure && choice(2, "Ctx::send") == 1 {
             note("failed", &msg);
             return Err(SendError::Failed);
@@ -348,12 +353,7 @@ impl<P: Process> Ctx<'_, P> {
             {
                 // There is room for `room` of the `left` copies; this one is
                 // among those that do not get in.
-                with_run("Ctx::multicast", |run| {
-                    if run.describe {
-                        run.sent
-                            .push((t, format!("{msg:?}"), "dropped: network full"));
-                    }
-                });
+                note_copy(t, &msg, "dropped: network full");
                 continue;
             }
             let r = self.send(t, msg.clone());

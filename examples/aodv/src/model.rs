@@ -190,8 +190,13 @@ impl AodvNode {
 
     /// The indices of this node's neighbours.
     pub fn neighbours(&self) -> Vec<usize> {
+        self.indices(self.neighbours)
+    }
+
+    /// The node indices whose bits are set in `mask`.
+    fn indices(&self, mask: u32) -> Vec<usize> {
         (0..self.nodes as usize)
-            .filter(|&j| self.neighbours & 1 << j != 0)
+            .filter(|&j| mask & 1 << j != 0)
             .collect()
     }
 
@@ -415,9 +420,7 @@ impl AodvNode {
     /// explored).
     #[handler(guard = Self::has_breakable_links)]
     fn link_break(&mut self, ctx: &mut Ctx<'_, Self>) {
-        let peers: Vec<usize> = (0..self.nodes as usize)
-            .filter(|&j| self.breakable & 1 << j != 0)
-            .collect();
+        let peers = self.indices(self.breakable);
         let n = peers[cmc::choose(peers.len())];
         self.drive(ctx, |node| node.link_broken(addr_of(n)));
     }
