@@ -104,6 +104,9 @@ pub(crate) fn process(table: &Table<'_>, item: &ItemImpl) -> TokenStream {
             }
         }
     });
+    let process_sources = sources(quote!(Self));
+    let shared_sources = sources(quote!(<Self as ::cmc::Process>::Shared));
+    let msg_sources = sources(quote!(<Self as ::cmc::Process>::Msg));
     quote! {
         #item
 
@@ -121,21 +124,33 @@ pub(crate) fn process(table: &Table<'_>, item: &ItemImpl) -> TokenStream {
                 #invariants
 
                 fn hash_fns() -> ::cmc::HashFns<Self> {
-                    // Autoref specialization: `ViaHash` applies when the type
-                    // implements `Hash`, `NoHash` (one reference deeper)
-                    // otherwise.
+                    // Autoref specialization: each probe's `Has*` answer
+                    // applies when the type implements the trait, its `No*`
+                    // answer (one reference less) otherwise.
                     #[allow(unused_imports)]
-                    use ::cmc::__private::{NoHash as _, ViaHash as _};
+                    use ::cmc::__private::{
+                        HasDebug as _, HasHash as _, HasState as _, NoDebug as _, NoHash as _,
+                        NoState as _,
+                    };
                     ::cmc::HashFns {
-                        process: (&::cmc::__private::HashProbe::<Self>::new()).hash_fn(),
-                        shared: (&::cmc::__private::HashProbe::<
-                            <Self as ::cmc::Process>::Shared,
-                        >::new())
-                            .hash_fn(),
+                        process: #process_sources,
+                        shared: #shared_sources,
+                        msg: #msg_sources,
                     }
                 }
             }
         };
+    }
+}
+
+/// The sources of identity `ty` offers, as a `cmc::__private::Sources`.
+fn sources(ty: TokenStream) -> TokenStream {
+    quote! {
+        ::cmc::__private::Sources {
+            state: (&::cmc::__private::Has::<#ty>::new()).state_fn(),
+            hash: (&::cmc::__private::Has::<#ty>::new()).hash_fn(),
+            debug: (&::cmc::__private::Has::<#ty>::new()).debug_fn(),
+        }
     }
 }
 

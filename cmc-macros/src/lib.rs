@@ -1,5 +1,6 @@
-//! Attribute macros of cmc: `#[cmc::process]` (with its helper attributes
-//! `#[handler]` and `#[invariant]`), `#[cmc::invariant]` and `#[cmc::model]`.
+//! Macros of cmc: the attributes `#[cmc::process]` (with its helper
+//! attributes `#[handler]` and `#[invariant]`), `#[cmc::invariant]` and
+//! `#[cmc::model]`, and `#[derive(cmc::StateHash)]`.
 //!
 //! Use them through the runtime crate (`cmc::process`, ...), never from this
 //! crate directly: the generated code names the runtime as `::cmc`.
@@ -15,6 +16,7 @@ mod ast;
 mod errors;
 mod expand;
 mod run;
+mod state_hash;
 mod validate;
 
 #[cfg(test)]
@@ -347,4 +349,45 @@ pub fn invariant(args: TokenStream, input: TokenStream) -> TokenStream {
 pub fn model(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = parse_macro_input!(input as syn::Item);
     run::model(args.into(), &item).into()
+}
+
+/// Derives `cmc::StateHash`: the value's contribution to a state
+/// fingerprint, field by field in declaration order (for an enum, the
+/// variant's index, then its fields).
+///
+/// Each field is hashed by the best source its type offers: its own
+/// `cmc::StateHash` (cmc implements it for the standard collections, which
+/// then count by their contents), else its `Hash`, else its `Debug`,
+/// canonicalized (maps and sets printed in any order count as the same). A
+/// field whose type has none of the three is a compile error at the field.
+///
+/// Mark a field `#[cmc(skip)]` to leave it out of the state: a cache, a
+/// statistic, anything that never changes what the process does next. Two
+/// states that differ only there are explored once.
+///
+/// Type parameters get a `StateHash` bound.
+///
+/// ```
+/// use std::collections::{HashMap, VecDeque};
+///
+/// #[derive(Debug, cmc::StateHash)]
+/// struct Router {
+///     routes: HashMap<u32, u32>,
+///     queue: VecDeque<Vec<u8>>,
+///     #[cmc(skip)]
+///     forwarded: u64,
+/// }
+///
+/// #[derive(Debug, cmc::StateHash)]
+/// enum Role {
+///     Follower { leader: Option<u32> },
+///     Candidate(u32),
+///     Leader,
+/// }
+/// # fn main() {}
+/// ```
+#[proc_macro_derive(StateHash, attributes(cmc))]
+pub fn derive_state_hash(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as syn::DeriveInput);
+    state_hash::derive(&input).into()
 }

@@ -57,13 +57,26 @@ fn a_minimal_process_expands_to_the_hand_written_table() {
 
                 fn hash_fns() -> ::cmc::HashFns<Self> {
                     #[allow(unused_imports)]
-                    use ::cmc::__private::{NoHash as _, ViaHash as _};
+                    use ::cmc::__private::{
+                        HasDebug as _, HasHash as _, HasState as _, NoDebug as _, NoHash as _,
+                        NoState as _,
+                    };
                     ::cmc::HashFns {
-                        process: (&::cmc::__private::HashProbe::<Self>::new()).hash_fn(),
-                        shared: (&::cmc::__private::HashProbe::<
-                            <Self as ::cmc::Process>::Shared,
-                        >::new())
-                            .hash_fn(),
+                        process: ::cmc::__private::Sources {
+                            state: (&::cmc::__private::Has::<Self>::new()).state_fn(),
+                            hash: (&::cmc::__private::Has::<Self>::new()).hash_fn(),
+                            debug: (&::cmc::__private::Has::<Self>::new()).debug_fn(),
+                        },
+                        shared: ::cmc::__private::Sources {
+                            state: (&::cmc::__private::Has::< <Self as ::cmc::Process>::Shared>::new()).state_fn(),
+                            hash: (&::cmc::__private::Has::< <Self as ::cmc::Process>::Shared>::new()).hash_fn(),
+                            debug: (&::cmc::__private::Has::< <Self as ::cmc::Process>::Shared>::new()).debug_fn(),
+                        },
+                        msg: ::cmc::__private::Sources {
+                            state: (&::cmc::__private::Has::< <Self as ::cmc::Process>::Msg>::new()).state_fn(),
+                            hash: (&::cmc::__private::Has::< <Self as ::cmc::Process>::Msg>::new()).hash_fn(),
+                            debug: (&::cmc::__private::Has::< <Self as ::cmc::Process>::Msg>::new()).debug_fn(),
+                        },
                     }
                 }
             }

@@ -13,10 +13,11 @@ use rand::{Rng, SeedableRng};
 use crate::canon::{CanonTable, HeapGraph};
 use crate::ctx::{self, begin_run, end_run, system_scope, user_code, Ctx, Run, View};
 use crate::env::Env;
+use crate::identity::{HashFn, TypeSource};
 use crate::isolate::{self, ChildEnd};
 use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, MemoryConfig, StateId};
 use crate::model::{
-    FingerprintMode, Handler, HashFns, Invariant, Model, Process, StateHasher, Strategy, Trigger,
+    FingerprintMode, Handler, Invariant, Model, Process, StateHasher, Strategy, Trigger,
 };
 use crate::trace::{
     CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
@@ -220,18 +221,350 @@ pub(crate) struct Engine<'m, P: Process> {
     fp: Fingerprinter<P>,
 }
 
+/// How one type of the model is fingerprinted.
+enum Chosen<T> {
+    /// By a function of its value (`StateHash`, `Hash` or `Debug`).
+    Value(FingerprintMode, HashFn<T>),
+    /// By the canonical heap.
+    Heap,
+    /// By the raw pages of its arena.
+    Bytes,
+    /// By the model's abstraction function.
+    Abstract,
+    /// Not at all (a type of size zero with no source: nothing to see).
+    Nothing,
+}
+
+impl<T> Clone for Chosen<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Chosen::Value(m, f) => Chosen::Value(*m, *f),
+            Chosen::Heap => Chosen::Heap,
+            Chosen::Bytes => Chosen::Bytes,
+            Chosen::Abstract => Chosen::Abstract,
+            Chosen::Nothing => Chosen::Nothing,
+        }
+    }
+}
+
+impl<T> Chosen<T> {
+    fn mode(&self) -> Option<FingerprintMode> {
+        match self {
+            Chosen::Value(m, _) => Some(*m),
+            Chosen::Heap => Some(FingerprintMode::Heap),
+            Chosen::Bytes => Some(FingerprintMode::Bytes),
+            Chosen::Abstract => Some(FingerprintMode::Abstract),
+            Chosen::Nothing => None,
+        }
+    }
+}
+
 /// What the search's fingerprints are made of: one component per process,
-/// computed in the model's mode and cached on the arena's page table (an
-/// arena a transition did not touch keeps its table, hence its component),
-/// and the environment's, computed from its meaning.
+/// computed from the source chosen for the process type and cached on the
+/// arena's page table (an arena a transition did not touch keeps its table,
+/// hence its component), and the environment's, computed from its meaning
+/// (messages by their identity keys, the shared variables by their source).
 struct Fingerprinter<P: Process> {
-    mode: FingerprintMode,
-    hash_fns: HashFns<P>,
+    process: Chosen<P>,
+    shared: Chosen<P::Shared>,
     /// Heap mode: one graph per process arena.
     graphs: Vec<HeapGraph>,
-    /// The shared variables' heap, when they do not implement `Hash`.
+    /// The shared variables' heap, when they are fingerprinted by it.
     shared_graph: Option<HeapGraph>,
     table: CanonTable,
+    /// Which source each type uses, for reports.
+    sources: Vec<TypeSource>,
+}
+
+impl<P: Process> Fingerprinter<P> {
+    /// Chooses the sources: the mode the model asks for, else each type's
+    /// best.
+    fn new(
+        model: &Model<P>,
+        mem: &Memory,
+        arenas: &[ArenaId],
+        roots: &[*mut P],
+        env_arena: ArenaId,
+        env: *mut Env<P::Msg, P::Shared>,
+    ) -> Result<Self, CheckError> {
+        let fns = P::hash_fns();
+        let process = match model.fingerprint {
+            None => fns
+                .process
+                .best()
+                .map_or(Chosen::Heap, |(m, f)| Chosen::Value(m, f)),
+            Some(FingerprintMode::Heap) => Chosen::Heap,
+            Some(FingerprintMode::Bytes) => Chosen::Bytes,
+            Some(FingerprintMode::Abstract) => {
+                if model.abstraction.is_none() {
+                    return Err(CheckError::Model(
+                        "fingerprint mode `abstract` needs an abstraction function \
+                         (Model::abstraction); this model has none"
+                            .into(),
+                    ));
+                }
+                Chosen::Abstract
+            }
+            Some(mode) => match fns.process.get(mode) {
+                Some(f) => Chosen::Value(mode, f),
+                None => {
+                    let need = match mode {
+                        FingerprintMode::State => "cmc::StateHash (derive it)",
+                        FingerprintMode::Hash => "Hash (derive it)",
+                        _ => "Debug (derive it)",
+                    };
+                    return Err(CheckError::Model(format!(
+                        "fingerprint mode `{}` needs the process type {} to implement {need}, \
+                         or choose another mode",
+                        mode.name(),
+                        std::any::type_name::<P>()
+                    )));
+                }
+            },
+        };
+        let shared = match fns.shared.best() {
+            Some((m, f)) => Chosen::Value(m, f),
+            None if size_of::<P::Shared>() == 0 => Chosen::Nothing,
+            None => Chosen::Heap,
+        };
+        let graphs = if matches!(process, Chosen::Heap) {
+            arenas
+                .iter()
+                .zip(roots)
+                .map(|(&a, &r)| HeapGraph::new(mem, a, r as *const u8))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let shared_graph = matches!(shared, Chosen::Heap).then(|| {
+            // SAFETY: the environment was just built and is live.
+            let shared: *const P::Shared = unsafe { &*(*env).shared };
+            HeapGraph::new(mem, env_arena, shared.cast())
+        });
+        let msg_mode = fns.msg.best().map_or(FingerprintMode::Debug, |(m, _)| m);
+        let mut sources = vec![TypeSource {
+            role: "process".into(),
+            type_name: std::any::type_name::<P>().into(),
+            source: process.mode().expect("a process type always has a source"),
+        }];
+        if let Some(source) = shared.mode() {
+            sources.push(TypeSource {
+                role: "shared".into(),
+                type_name: std::any::type_name::<P::Shared>().into(),
+                source,
+            });
+        }
+        sources.push(TypeSource {
+            role: "message".into(),
+            type_name: std::any::type_name::<P::Msg>().into(),
+            source: msg_mode,
+        });
+        Ok(Fingerprinter {
+            process,
+            shared,
+            graphs,
+            shared_graph,
+            table: CanonTable::new(),
+            sources,
+        })
+    }
+
+    /// The same choices with nothing computed yet: fingerprints along a
+    /// trace, which a replay in another process computes the same way from
+    /// the same states (the canonical heap's table depends on the states it
+    /// has seen).
+    fn fresh(
+        &self,
+        mem: &Memory,
+        arenas: &[ArenaId],
+        roots: &[*mut P],
+        env_arena: ArenaId,
+        env: *mut Env<P::Msg, P::Shared>,
+    ) -> Self {
+        let graphs = if self.graphs.is_empty() {
+            Vec::new()
+        } else {
+            arenas
+                .iter()
+                .zip(roots)
+                .map(|(&a, &r)| HeapGraph::new(mem, a, r as *const u8))
+                .collect()
+        };
+        let shared_graph = self.shared_graph.as_ref().map(|_| {
+            // SAFETY: the environment root is live in every state.
+            let shared: *const P::Shared = unsafe { &*(*env).shared };
+            HeapGraph::new(mem, env_arena, shared.cast())
+        });
+        Fingerprinter {
+            process: self.process.clone(),
+            shared: self.shared.clone(),
+            graphs,
+            shared_graph,
+            table: CanonTable::new(),
+            sources: self.sources.clone(),
+        }
+    }
+
+    /// Drops the states the heap graphs hold.
+    fn release(&mut self, mem: &mut Memory) {
+        for g in &mut self.graphs {
+            g.release(mem);
+        }
+        if let Some(g) = &mut self.shared_graph {
+            g.release(mem);
+        }
+    }
+}
+
+/// What computing a fingerprint needs of an engine, borrowed apart from its
+/// fingerprinters.
+struct Parts<'a, P: Process> {
+    mem: &'a mut Memory,
+    model: &'a Model<P>,
+    arenas: &'a [ArenaId],
+    env_arena: ArenaId,
+    roots: &'a [*mut P],
+    env: *mut Env<P::Msg, P::Shared>,
+}
+
+impl<P: Process> Parts<'_, P> {
+    /// The fingerprint of `state`, the loaded state, computed by `fp`;
+    /// components are cached on the page tables when `cached`.
+    fn fingerprint(
+        mut self,
+        fp: &mut Fingerprinter<P>,
+        state: StateId,
+        cached: bool,
+    ) -> Result<Fingerprint, ViolationRecord> {
+        let mut sum = 0u128;
+        for i in 0..self.arenas.len() {
+            let arena = self.arenas[i];
+            let c = match self.mem.tag(state, arena).filter(|_| cached) {
+                Some(c) => c,
+                None => {
+                    let c = self.process_component(fp, i, state)?;
+                    if cached {
+                        self.mem.set_tag(state, arena, c);
+                    }
+                    c
+                }
+            };
+            sum = sum.wrapping_add(crate::hash::term(i, usize::MAX, c));
+        }
+        let c = match self.mem.tag(state, self.env_arena).filter(|_| cached) {
+            Some(c) => c,
+            None => {
+                let c = self.env_component(fp, state)?;
+                if cached {
+                    self.mem.set_tag(state, self.env_arena, c);
+                }
+                c
+            }
+        };
+        sum = sum.wrapping_add(crate::hash::term(self.arenas.len(), usize::MAX, c));
+        let mut fp = crate::hash::finish(sum);
+        if self.model.width == FingerprintWidth::Bits64 {
+            fp &= u64::MAX as u128;
+        }
+        Ok(Fingerprint(fp))
+    }
+
+    /// Runs a source's function (user code) in checker memory.
+    fn user<T: ?Sized>(
+        what: String,
+        value: &T,
+        f: &dyn Fn(&T, &mut StateHasher),
+    ) -> Result<u128, ViolationRecord> {
+        let _sys = system_scope();
+        user_code(false, || {
+            let mut h = StateHasher::default();
+            f(value, &mut h);
+            h.finish128()
+        })
+        .map_err(|(message, location)| ViolationRecord {
+            kind: ViolationKind::Panic,
+            property: what,
+            message,
+            location: Some(location),
+        })
+    }
+
+    fn process_component(
+        &mut self,
+        fp: &mut Fingerprinter<P>,
+        i: usize,
+        state: StateId,
+    ) -> Result<u128, ViolationRecord> {
+        // SAFETY: a live root of the loaded state.
+        let proc = unsafe { &*self.roots[i] };
+        let what = |source: &str| format!("the {source} of process {i}");
+        match &fp.process {
+            Chosen::Bytes => Ok(self.mem.arena_sum(state, self.arenas[i])),
+            Chosen::Heap => Ok(fp.graphs[i].fingerprint(self.mem, &mut fp.table, state)),
+            Chosen::Value(mode, f) => Self::user(what(source_name(*mode)), proc, f),
+            Chosen::Abstract => {
+                let f = self.model.abstraction.as_ref().expect("checked at setup");
+                Self::user(what("abstraction"), proc, &|p, h| f(p, h))
+            }
+            Chosen::Nothing => Ok(0),
+        }
+    }
+
+    /// The network and timers by meaning (messages in their canonical
+    /// order, each by its identity key), and the shared variables by their
+    /// source.
+    fn env_component(
+        &mut self,
+        fp: &mut Fingerprinter<P>,
+        state: StateId,
+    ) -> Result<u128, ViolationRecord> {
+        use std::hash::{Hash, Hasher};
+        // SAFETY: the environment root is live in every state.
+        let env = unsafe { &*self.env };
+        let net = {
+            let _sys = system_scope();
+            let mut h = StateHasher::default();
+            env.fifo.hash(&mut h);
+            h.write_usize(env.msgs.len());
+            for m in &env.msgs {
+                (m.to, m.from, m.key).hash(&mut h);
+            }
+            env.timers.hash(&mut h);
+            h.finish128()
+        };
+        let shared = match &fp.shared {
+            Chosen::Value(mode, f) => Self::user(
+                format!("the {} of the shared variables", source_name(*mode)),
+                &*env.shared,
+                f,
+            )?,
+            Chosen::Heap => {
+                let g = fp.shared_graph.as_mut().expect("a graph for a shared heap");
+                g.fingerprint(self.mem, &mut fp.table, state)
+            }
+            _ => 0,
+        };
+        Ok(crate::hash::finish(net).wrapping_add(crate::hash::term(0, 1, shared)))
+    }
+}
+
+/// How a violation names a source whose code panicked.
+fn source_name(mode: FingerprintMode) -> &'static str {
+    match mode {
+        FingerprintMode::State => "StateHash implementation",
+        FingerprintMode::Hash => "Hash implementation",
+        FingerprintMode::Debug => "Debug implementation",
+        _ => "fingerprint",
+    }
+}
+
+/// The message identity function of `P`: its best source, or its `Debug`
+/// (every message has one).
+fn message_key<P: Process>() -> HashFn<P::Msg> {
+    P::hash_fns()
+        .msg
+        .best()
+        .map_or(crate::identity::debug_hash::<P::Msg>, |(_, f)| f)
 }
 
 /// Setting up failed: either the tool (an error) or the model's own code
@@ -317,7 +650,11 @@ impl<'m, P: Process> Engine<'m, P> {
         let env = {
             let _in = mem.enter(env_arena);
             match user_code(true, || {
-                Box::into_raw(Box::new(Env::new(&model.network, P::Shared::default())))
+                Box::into_raw(Box::new(Env::new(
+                    &model.network,
+                    P::Shared::default(),
+                    message_key::<P>(),
+                )))
             }) {
                 Ok(env) => env,
                 Err((message, location)) => {
@@ -339,44 +676,8 @@ impl<'m, P: Process> Engine<'m, P> {
             }));
         }
         let initial = mem.capture();
-        let mode = model.fingerprint_mode();
-        let hash_fns = P::hash_fns();
-        let refuse = |m: String| Err(SetupFailure::Error(CheckError::Model(m)));
-        if mode == FingerprintMode::Hash && hash_fns.process.is_none() {
-            return refuse(format!(
-                "fingerprint mode `hash` needs the process type {} to implement Hash \
-                 (derive it, or choose `heap`)",
-                std::any::type_name::<P>()
-            ));
-        }
-        if mode == FingerprintMode::Abstract && model.abstraction.is_none() {
-            return refuse(
-                "fingerprint mode `abstract` needs an abstraction function \
-                 (Model::abstraction); this model has none"
-                    .into(),
-            );
-        }
-        let graphs = if mode == FingerprintMode::Heap {
-            arenas
-                .iter()
-                .zip(&roots)
-                .map(|(&a, &r)| HeapGraph::new(&mem, a, r as *const u8))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let shared_graph = (hash_fns.shared.is_none() && size_of::<P::Shared>() != 0).then(|| {
-            // SAFETY: the environment was just built and is live.
-            let shared: *const P::Shared = unsafe { &*(*env).shared };
-            HeapGraph::new(&mem, env_arena, shared.cast())
-        });
-        let fp = Fingerprinter {
-            mode,
-            hash_fns,
-            graphs,
-            shared_graph,
-            table: CanonTable::new(),
-        };
+        let fp = Fingerprinter::new(model, &mem, &arenas, &roots, env_arena, env)
+            .map_err(SetupFailure::Error)?;
         Ok(Engine {
             model,
             mem,
@@ -394,116 +695,48 @@ impl<'m, P: Process> Engine<'m, P> {
         })
     }
 
-    /// The fingerprint the search deduplicates `state` by (the loaded
-    /// state); see [`Fingerprinter`]. Traces record [`Memory::fingerprint`]
-    /// instead, the byte fingerprint, which does not depend on the search's
-    /// history. A panic in user code (a `Hash` implementation, an
-    /// abstraction) is returned as a violation.
+    /// The fingerprint the search deduplicates `state` (the loaded state)
+    /// by; see [`Fingerprinter`]. A panic in user code (a `Hash` or `Debug`
+    /// implementation, an abstraction) is returned as a violation.
     fn state_fingerprint(&mut self, state: StateId) -> Result<Fingerprint, ViolationRecord> {
-        let mut sum = 0u128;
-        for i in 0..self.arenas.len() {
-            let arena = self.arenas[i];
-            let c = match self.mem.tag(state, arena) {
-                Some(c) => c,
-                None => {
-                    let c = self.process_component(i, state)?;
-                    self.mem.set_tag(state, arena, c);
-                    c
-                }
-            };
-            sum = sum.wrapping_add(crate::hash::term(i, usize::MAX, c));
-        }
-        let c = match self.mem.tag(state, self.env_arena) {
-            Some(c) => c,
-            None => {
-                let c = self.env_component(state)?;
-                self.mem.set_tag(state, self.env_arena, c);
-                c
-            }
+        let parts = Parts {
+            mem: &mut self.mem,
+            model: self.model,
+            arenas: &self.arenas,
+            env_arena: self.env_arena,
+            roots: &self.roots,
+            env: self.env,
         };
-        sum = sum.wrapping_add(crate::hash::term(self.arenas.len(), usize::MAX, c));
-        let mut fp = crate::hash::finish(sum);
-        if self.model.width == FingerprintWidth::Bits64 {
-            fp &= u64::MAX as u128;
-        }
-        Ok(Fingerprint(fp))
+        parts.fingerprint(&mut self.fp, state, true)
     }
 
-    fn process_component(&mut self, i: usize, state: StateId) -> Result<u128, ViolationRecord> {
-        let arena = self.arenas[i];
-        // SAFETY: a live root of the loaded state.
-        let proc = unsafe { &*self.roots[i] };
-        let user = |what: &str, f: &dyn Fn(&mut StateHasher)| {
-            let _sys = system_scope();
-            user_code(false, || {
-                let mut h = StateHasher::default();
-                f(&mut h);
-                h.finish128()
-            })
-            .map_err(|(message, location)| ViolationRecord {
-                kind: ViolationKind::Panic,
-                property: format!("{what} of process {i}"),
-                message,
-                location: Some(location),
-            })
+    /// The fingerprint of `state` (the loaded state) as traces record it:
+    /// computed by `fp`, a fresh fingerprinter that has seen only the
+    /// trace's earlier states.
+    fn trace_fingerprint(
+        &mut self,
+        fp: &mut Fingerprinter<P>,
+        state: StateId,
+    ) -> Result<Fingerprint, ViolationRecord> {
+        let parts = Parts {
+            mem: &mut self.mem,
+            model: self.model,
+            arenas: &self.arenas,
+            env_arena: self.env_arena,
+            roots: &self.roots,
+            env: self.env,
         };
-        match self.fp.mode {
-            FingerprintMode::Bytes => Ok(self.mem.arena_sum(state, arena)),
-            FingerprintMode::Heap => {
-                let fp = &mut self.fp;
-                Ok(fp.graphs[i].fingerprint(&mut self.mem, &mut fp.table, state))
-            }
-            FingerprintMode::Hash => {
-                let f = self.fp.hash_fns.process.expect("checked at setup");
-                user("the Hash implementation", &|h| f(proc, h))
-            }
-            FingerprintMode::Abstract => {
-                let f = self.model.abstraction.as_ref().expect("checked at setup");
-                user("the abstraction", &|h| f(proc, h))
-            }
-        }
+        parts.fingerprint(fp, state, false)
     }
 
-    /// The network and timers by meaning (messages in their canonical
-    /// order, each by its own `Hash`), and the shared variables by their
-    /// `Hash` or else their canonical heap.
-    fn env_component(&mut self, state: StateId) -> Result<u128, ViolationRecord> {
-        use std::hash::Hash;
-        // SAFETY: the environment root is live in every state.
-        let env = unsafe { &*self.env };
-        let shared_fn = self.fp.hash_fns.shared;
-        let semantic = {
-            let _sys = system_scope();
-            user_code(false, || {
-                let mut h = StateHasher::default();
-                env.fifo.hash(&mut h);
-                env.msgs.len().hash(&mut h);
-                for m in &env.msgs {
-                    (m.to, m.from).hash(&mut h);
-                    m.msg.hash(&mut h);
-                }
-                env.timers.hash(&mut h);
-                let net = h.finish128();
-                let shared = shared_fn.map(|f| {
-                    let mut h = StateHasher::default();
-                    f(&env.shared, &mut h);
-                    h.finish128()
-                });
-                (net, shared)
-            })
-        };
-        let (net, shared) = semantic.map_err(|(message, location)| ViolationRecord {
-            kind: ViolationKind::Panic,
-            property: "the Hash implementation of a message or of the shared variables".into(),
-            message,
-            location: Some(location),
-        })?;
-        let shared = match (shared, &mut self.fp.shared_graph) {
-            (Some(s), _) => s,
-            (None, Some(g)) => g.fingerprint(&mut self.mem, &mut self.fp.table, state),
-            (None, None) => 0,
-        };
-        Ok(crate::hash::finish(net).wrapping_add(crate::hash::term(0, 1, shared)))
+    fn fresh_fingerprinter(&self) -> Fingerprinter<P> {
+        self.fp.fresh(
+            &self.mem,
+            &self.arenas,
+            &self.roots,
+            self.env_arena,
+            self.env,
+        )
     }
 
     fn env(&self) -> &Env<P::Msg, P::Shared> {
@@ -891,6 +1124,10 @@ impl<'m, P: Process> Engine<'m, P> {
     /// Re-runs `steps` from the initial state to describe them.
     fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
         self.mem.restore(self.initial);
+        let mut fp = self.fresh_fingerprinter();
+        let initial_fingerprint = self
+            .trace_fingerprint(&mut fp, self.initial)
+            .map_or_else(|_| String::new(), hex);
         let mut out = Vec::with_capacity(steps.len());
         let mut last_failed = false;
         for step in steps {
@@ -902,9 +1139,11 @@ impl<'m, P: Process> Engine<'m, P> {
                     (String::new(), None)
                 } else {
                     let s = self.mem.capture();
-                    let fp = hex(self.mem.fingerprint(s));
+                    let print = self
+                        .trace_fingerprint(&mut fp, s)
+                        .map_or_else(|_| String::new(), hex);
                     self.mem.release(s);
-                    (fp, self.show(step.event.actor))
+                    (print, self.show(step.event.actor))
                 };
             out.push(self.describe_step(
                 step.event,
@@ -928,6 +1167,7 @@ impl<'m, P: Process> Engine<'m, P> {
             }
             names
         };
+        fp.release(&mut self.mem);
         Trace {
             version: TRACE_VERSION,
             model: self.model.name.clone(),
@@ -936,7 +1176,7 @@ impl<'m, P: Process> Engine<'m, P> {
             } else {
                 64
             },
-            initial_fingerprint: hex(self.mem.fingerprint(self.initial)),
+            initial_fingerprint,
             steps: out,
             also_violated,
             violation: Some(record),
@@ -1165,13 +1405,24 @@ impl<P: Process> Search<'_, '_, P> {
         }
         let succ = e.mem.capture();
         self.stats.generated += 1;
+        let fp = match e.state_fingerprint(succ) {
+            Ok(fp) => fp,
+            Err(record) => {
+                e.mem.release(succ);
+                let mut steps = e.path(item.node);
+                steps.push(step);
+                self.report(steps, record);
+                return ranges;
+            }
+        };
         if e.model.check_determinism {
-            let fp = e.mem.fingerprint(succ);
+            // Run it again and compare by the search's own identity (bytes
+            // may differ where meaning does not: a map's random keys).
             e.mem.restore(item.state);
             let again = e.run(event, outcome.taken.clone(), false);
             let differs = again.panic.is_some() || e.mem.take_exhaustion().is_some() || {
                 let s2 = e.mem.capture();
-                let same = e.mem.fingerprint(s2) == fp;
+                let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
                 e.mem.release(s2);
                 !same
             };
@@ -1188,16 +1439,6 @@ impl<P: Process> Search<'_, '_, P> {
             }
             e.mem.restore(succ);
         }
-        let fp = match e.state_fingerprint(succ) {
-            Ok(fp) => fp,
-            Err(record) => {
-                e.mem.release(succ);
-                let mut steps = e.path(item.node);
-                steps.push(step);
-                self.report(steps, record);
-                return ranges;
-            }
-        };
         if !self.visited.insert(fp) {
             e.mem.release(succ);
             return ranges;
@@ -1265,6 +1506,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                     elapsed: start.elapsed(),
                     ..Stats::default()
                 },
+                sources: Vec::new(),
             });
         }
     };
@@ -1285,7 +1527,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     stats.pages = mem_stats.pages;
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
-    stats.fingerprint = Some(search.engine.fp.mode);
+    stats.fingerprint = search.engine.fp.process.mode();
     let verdict = if !search.violations.is_empty() {
         Verdict::Violation
     } else if search.bounded {
@@ -1298,6 +1540,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         verdict,
         violations: search.violations,
         stats,
+        sources: engine.fp.sources.clone(),
     })
 }
 
@@ -1344,7 +1587,11 @@ pub(crate) fn replay<P: Process>(
         Err(SetupFailure::Error(err)) => return Err(err),
         Err(SetupFailure::Violation(record)) => return Ok(ReplayOutcome::Reproduced(record)),
     };
-    let initial = hex(e.mem.fingerprint(e.initial));
+    let mut fp = e.fresh_fingerprinter();
+    let initial = match e.trace_fingerprint(&mut fp, e.initial) {
+        Ok(f) => hex(f),
+        Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
+    };
     if !trace.initial_fingerprint.is_empty() && initial != trace.initial_fingerprint {
         return Ok(ReplayOutcome::Diverged {
             step: 0,
@@ -1417,13 +1664,16 @@ pub(crate) fn replay<P: Process>(
                 location: None,
             })
         };
-        let fp = if failure.is_none() {
+        let (print, failure) = if failure.is_none() {
             let s = e.mem.capture();
-            let fp = hex(e.mem.fingerprint(s));
+            let print = e.trace_fingerprint(&mut fp, s);
             e.mem.release(s);
-            fp
+            match print {
+                Ok(f) => (hex(f), None),
+                Err(record) => (String::new(), Some(record)),
+            }
         } else {
-            String::new()
+            (String::new(), failure)
         };
         if stepping {
             let after = if failure.is_none() {
@@ -1432,18 +1682,18 @@ pub(crate) fn replay<P: Process>(
                 None
             };
             let described =
-                e.describe_step(event, &step.choices, outcome, fp.clone(), before, after);
+                e.describe_step(event, &step.choices, outcome, print.clone(), before, after);
             crate::progress::step(k + 1, &described);
         }
         if let Some(record) = failure {
             return Ok(ReplayOutcome::Reproduced(record));
         }
-        if !step.fingerprint.is_empty() && fp != step.fingerprint {
+        if !step.fingerprint.is_empty() && print != step.fingerprint {
             return Ok(ReplayOutcome::Diverged {
                 step: k + 1,
                 handler: name.clone(),
                 message: format!(
-                    "hidden nondeterminism in {name} of {} at step {}: the state's fingerprint is {fp}, the trace recorded {}",
+                    "hidden nondeterminism in {name} of {} at step {}: the state's fingerprint is {print}, the trace recorded {}",
                     step.actor,
                     k + 1,
                     step.fingerprint
@@ -1588,6 +1838,7 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
                 verdict: Verdict::Violation,
                 violations: vec![Violation { record, trace }],
                 stats,
+                sources: Vec::new(),
             })
         }
     }

@@ -5,8 +5,10 @@
 //! Both are kept in a canonical order, so that two histories that lead to the
 //! same multiset of messages (or set of timers) produce the same bytes:
 //! messages are sorted by receiver, then sender, then, on an unordered
-//! network, by a stable hash of the message (on a FIFO network, by arrival
-//! within the link); timers by process and a stable hash of their name.
+//! network, by the message's identity key (its fingerprint from its best
+//! source, see [`crate::identity`]; on a FIFO network, by arrival within
+//! the link); timers by process and a stable hash of their name. Two
+//! messages with equal keys are the same message.
 //!
 //! Canonical order is not enough for canonical *bytes*: a vector keeps stale
 //! copies of removed elements in its spare capacity, and a struct moved into
@@ -14,7 +16,7 @@
 //! zeroes the spare capacity, and entries are written field by field into
 //! zeroed slots. (Padding inside the user's message type is the user's.
 //! The search does not fingerprint these bytes anyway: it hashes the
-//! environment by meaning, each message by its own `Hash`; the canonical
+//! environment by meaning, each message by its key; the canonical
 //! bytes keep the page store small and the byte fingerprint of traces
 //! stable.)
 
@@ -22,14 +24,18 @@ use std::ptr::addr_of_mut;
 
 use std::hash::{Hash, Hasher};
 
-use crate::model::{Message, NetworkConfig};
+use crate::ctx::system_scope;
+use crate::identity::HashFn;
+use crate::model::{Message, NetworkConfig, StateHasher};
 
 /// A message in flight.
 #[derive(Debug)]
 pub(crate) struct InFlight<M> {
     pub(crate) to: u32,
     pub(crate) from: u32,
-    pub(crate) hash: u64,
+    /// The message's identity key (128 bits as two words, so the entry has
+    /// no padding before the message).
+    pub(crate) key: [u64; 2],
     pub(crate) msg: M,
 }
 
@@ -44,6 +50,9 @@ pub(crate) struct Env<M, S> {
     /// The model's shared variables, boxed so that they are an object of
     /// their own, the root of their canonical heap.
     pub(crate) shared: Box<S>,
+    /// How a message's identity key is computed (a pointer into the
+    /// program; the environment is never fingerprinted by its bytes).
+    key_fn: HashFn<M>,
 }
 
 /// A hash that is the same in every run (SipHash-1-3 with fixed keys), so
@@ -56,25 +65,36 @@ pub(crate) fn stable_hash<T: Hash + ?Sized>(value: &T) -> u64 {
 }
 
 impl<M: Message, S> Env<M, S> {
-    pub(crate) fn new(config: &NetworkConfig, shared: S) -> Self {
+    pub(crate) fn new(config: &NetworkConfig, shared: S, key_fn: HashFn<M>) -> Self {
         Env {
             fifo: config.fifo,
             msgs: Vec::with_capacity(config.capacity),
             timers: Vec::new(),
             shared: Box::new(shared),
+            key_fn,
         }
+    }
+
+    /// The identity key of `msg`. Runs the message's `StateHash`, `Hash` or
+    /// `Debug` (user code: it may panic) in checker memory.
+    pub(crate) fn key(&self, msg: &M) -> [u64; 2] {
+        let _sys = system_scope();
+        let mut h = StateHasher::default();
+        (self.key_fn)(msg, &mut h);
+        let k = h.finish128();
+        [k as u64, (k >> 64) as u64]
     }
 
     /// Inserts a message at its canonical place. Must run with the
     /// environment's arena entered (the vector may grow).
     pub(crate) fn insert(&mut self, from: usize, to: usize, msg: M) {
         let (from, to) = (from as u32, to as u32);
-        let hash = stable_hash(&msg);
+        let key = self.key(&msg);
         let at = if self.fifo {
             self.msgs.partition_point(|e| (e.to, e.from) <= (to, from))
         } else {
             self.msgs
-                .partition_point(|e| (e.to, e.from, e.hash) <= (to, from, hash))
+                .partition_point(|e| (e.to, e.from, e.key) <= (to, from, key))
         };
         self.msgs.reserve(1);
         zero_spare(&mut self.msgs);
@@ -90,7 +110,7 @@ impl<M: Message, S> Env<M, S> {
             let slot = base.add(at);
             addr_of_mut!((*slot).to).write(to);
             addr_of_mut!((*slot).from).write(from);
-            addr_of_mut!((*slot).hash).write(hash);
+            addr_of_mut!((*slot).key).write(key);
             addr_of_mut!((*slot).msg).write(msg);
             self.msgs.set_len(len + 1);
         }
@@ -103,12 +123,13 @@ impl<M: Message, S> Env<M, S> {
         entry
     }
 
-    /// Whether entries `i` and `i - 1` are interchangeable (same link, equal
-    /// message): delivering or losing either gives the same successor.
+    /// Whether entries `i` and `i - 1` are interchangeable (same link, same
+    /// message by identity): delivering or losing either gives the same
+    /// successor.
     fn same_as_previous(&self, i: usize) -> bool {
         i > 0 && {
             let (a, b) = (&self.msgs[i - 1], &self.msgs[i]);
-            a.to == b.to && a.from == b.from && a.hash == b.hash && a.msg == b.msg
+            a.to == b.to && a.from == b.from && a.key == b.key
         }
     }
 
@@ -189,7 +210,8 @@ mod tests {
     use super::*;
 
     fn env(fifo: bool) -> Env<u32, ()> {
-        Env::new(&NetworkConfig::new().fifo(fifo).capacity(16), ())
+        let key: HashFn<u32> = |m, h| h.write_u32(*m);
+        Env::new(&NetworkConfig::new().fifo(fifo).capacity(16), (), key)
     }
 
     #[test]

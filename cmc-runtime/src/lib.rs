@@ -21,6 +21,7 @@ mod env;
 mod harness;
 mod hash;
 mod heap;
+pub mod identity;
 mod isolate;
 pub mod memory;
 mod model;
@@ -39,6 +40,7 @@ pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, M
 pub use crate::ctx::{choose, Ctx, SendError, View};
 pub use crate::engine::{CheckError, ReplayOutcome};
 pub use crate::hash::PageHasher;
+pub use crate::identity::StateHash;
 pub use crate::memory::FingerprintWidth;
 pub use crate::model::{
     Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
@@ -50,7 +52,7 @@ pub use crate::trace::{
     ViolationRecord, TRACE_VERSION,
 };
 pub use crate::world::World;
-pub use cmc_macros::{invariant, model, process};
+pub use cmc_macros::{invariant, model, process, StateHash};
 
 impl<P: Process> Model<P> {
     /// Explores the model's state space and reports what it found.
@@ -91,47 +93,12 @@ pub mod __private {
     pub use inventory;
     pub use std::any::TypeId;
 
-    use crate::model::{HashFn, StateHasher};
-    use std::marker::PhantomData;
-
-    /// Detects whether `T` implements `Hash` in code generated for a
-    /// concrete `T` (autoref specialization): `(&HashProbe::<T>::new())
-    /// .hash_fn()` resolves to [`ViaHash`] when it does, to [`NoHash`]
-    /// otherwise.
-    #[derive(Debug)]
-    pub struct HashProbe<T>(PhantomData<T>);
-
-    impl<T> HashProbe<T> {
-        /// A probe.
-        #[allow(clippy::new_without_default, reason = "generated-code hook")]
-        pub fn new() -> Self {
-            HashProbe(PhantomData)
-        }
-    }
-
-    /// The probe's answer for types that implement `Hash`.
-    pub trait ViaHash<T> {
-        /// `T`'s `Hash`.
-        fn hash_fn(&self) -> Option<HashFn<T>>;
-    }
-
-    impl<T: std::hash::Hash> ViaHash<T> for HashProbe<T> {
-        fn hash_fn(&self) -> Option<HashFn<T>> {
-            Some(|value: &T, h: &mut StateHasher| value.hash(h))
-        }
-    }
-
-    /// The probe's answer for every other type.
-    pub trait NoHash<T> {
-        /// Nothing.
-        fn hash_fn(&self) -> Option<HashFn<T>>;
-    }
-
-    impl<T> NoHash<T> for &HashProbe<T> {
-        fn hash_fn(&self) -> Option<HashFn<T>> {
-            None
-        }
-    }
+    pub use crate::identity::probe::{
+        Best, BestDebug, BestHash, BestNone, BestState, Has, HasDebug, HasHash, HasState, NoDebug,
+        NoHash, NoState,
+    };
+    pub use crate::identity::Sources;
+    pub use crate::model::StateHasher;
 }
 
 /// Hooks for cmc's own benchmarks. Not public API: no stability promise.

@@ -15,12 +15,15 @@ use crate::ArenaConfig;
 
 /// What travels over the model's network. Messages are copied into the
 /// environment's arena when sent and into the receiver's arena when
-/// delivered (so each arena owns all its objects); `Hash` and `Eq` keep the
-/// set of in-flight messages in a canonical order; `Debug` shows them in
-/// traces.
-pub trait Message: Clone + fmt::Debug + Hash + Eq + 'static {}
+/// delivered (so each arena owns all its objects), and shown in traces by
+/// their `Debug`. They are fingerprinted, and kept in a canonical order, by
+/// their best source of identity (see [`crate::identity`]): cmc's
+/// `StateHash`, their `Hash`, or their canonical `Debug`, which every
+/// message has; so a third-party message type that derives only `Clone` and
+/// `Debug` is a message.
+pub trait Message: Clone + fmt::Debug + 'static {}
 
-impl<T: Clone + fmt::Debug + Hash + Eq + 'static> Message for T {}
+impl<T: Clone + fmt::Debug + 'static> Message for T {}
 
 /// A process type: its handlers and invariants. Its state is captured from
 /// memory, so it needs no `Clone`, `Hash`, `Eq` or `Serialize`.
@@ -43,9 +46,10 @@ pub trait Process: Sized + 'static {
         Vec::new()
     }
 
-    /// The `Hash` implementations of the process type and its shared
-    /// variables, if any: `#[cmc::process]` fills this in when they implement
-    /// `Hash`. Hand-written implementations may return them too.
+    /// The sources of identity the process type, its shared variables and
+    /// its messages offer (`StateHash`, `Hash`, `Debug`):
+    /// `#[cmc::process]` detects them. The default knows only that messages
+    /// have a `Debug`; hand-written implementations may say more.
     fn hash_fns() -> HashFns<Self> {
         HashFns::none()
     }
@@ -325,25 +329,36 @@ pub struct Bounds {
 
 /// How a process's state is fingerprinted, that is, which states the search
 /// considers the same (the environment's network and timers are always
-/// fingerprinted by their meaning, whatever the mode).
+/// fingerprinted by their meaning, whatever the mode). Without a choice,
+/// each type uses the best source it offers: [`FingerprintMode::State`],
+/// then [`FingerprintMode::Hash`], then [`FingerprintMode::Debug`], then
+/// [`FingerprintMode::Heap`] (see [`crate::identity`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FingerprintMode {
     /// The raw pages of the process's arena: the fastest, and exact about
     /// bytes, so states that differ only in where objects were allocated
-    /// (or in garbage) count twice.
+    /// (or in garbage, or in a hash map's random keys) count twice.
     Bytes,
     /// The canonical heap: objects reachable from the process, with
     /// pointers replaced by canonical addresses from breadth-first access
     /// chains (see [`crate::canon`]). Allocation order and garbage no longer
-    /// matter. The default for process types that do not implement `Hash`.
+    /// matter; a hash map's keys and layout still do. The last resort, for
+    /// types with no other source.
     Heap,
-    /// The process type's own `Hash` implementation: exact about what the
-    /// type says matters, like stateright. Chosen automatically for process
-    /// types that implement `Hash`. Restore still comes from pages, so no
+    /// The type's [`StateHash`](crate::StateHash) (cmc's own state-hashing
+    /// trait, derivable): by meaning, with fields left out where the user
+    /// says so. The first choice.
+    State,
+    /// The type's own `Hash` implementation: exact about what the type says
+    /// matters, like stateright. Restore still comes from pages, so no
     /// `Clone` is needed.
     Hash,
+    /// The type's `Debug` output, canonicalized (maps and sets count as
+    /// unordered): for types that offer nothing better, such as third-party
+    /// ones. Exact about what `Debug` shows.
+    Debug,
     /// A user function returning a hashable abstraction of the process
     /// ([`Model::abstraction`]): CMC's "abstract state". Sound only when
     /// states with equal abstractions behave alike.
@@ -356,7 +371,9 @@ impl FingerprintMode {
         match self {
             FingerprintMode::Bytes => "bytes",
             FingerprintMode::Heap => "heap",
+            FingerprintMode::State => "state",
             FingerprintMode::Hash => "hash",
+            FingerprintMode::Debug => "debug",
             FingerprintMode::Abstract => "abstract",
         }
     }
@@ -394,24 +411,27 @@ impl std::hash::Hasher for StateHasher {
     }
 }
 
-/// A way to hash a value into a [`StateHasher`].
-pub type HashFn<T> = fn(&T, &mut StateHasher);
+pub use crate::identity::HashFn;
+use crate::identity::Sources;
 
-/// The `Hash` implementations a process type offers to the fingerprint
-/// (filled in by `#[cmc::process]`, which detects them).
+/// The sources of identity a process type, its shared variables and its
+/// messages offer (filled in by `#[cmc::process]`, which detects them).
 pub struct HashFns<P: Process> {
-    /// The process type's own `Hash`, if it implements it.
-    pub process: Option<HashFn<P>>,
-    /// The shared variables' `Hash`, if they implement it.
-    pub shared: Option<HashFn<P::Shared>>,
+    /// The process type's.
+    pub process: Sources<P>,
+    /// The shared variables'.
+    pub shared: Sources<P::Shared>,
+    /// The message type's.
+    pub msg: Sources<P::Msg>,
 }
 
 impl<P: Process> HashFns<P> {
-    /// Neither implements `Hash` (as far as anyone told).
+    /// Nothing known but what every message has: a `Debug`.
     pub fn none() -> Self {
         HashFns {
-            process: None,
-            shared: None,
+            process: Sources::none(),
+            shared: Sources::none(),
+            msg: Sources::debug_only(),
         }
     }
 }
@@ -419,8 +439,9 @@ impl<P: Process> HashFns<P> {
 impl<P: Process> fmt::Debug for HashFns<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HashFns")
-            .field("process", &self.process.is_some())
-            .field("shared", &self.shared.is_some())
+            .field("process", &self.process)
+            .field("shared", &self.shared)
+            .field("msg", &self.msg)
             .finish()
     }
 }
@@ -556,9 +577,8 @@ impl<P: Process> Model<P> {
         self
     }
 
-    /// Sets how processes are fingerprinted. Without this, processes whose
-    /// type implements `Hash` (as `#[cmc::process]` detects) use
-    /// [`FingerprintMode::Hash`], others [`FingerprintMode::Heap`].
+    /// Sets how processes are fingerprinted. Without this, each process
+    /// type uses the best source it offers (see [`FingerprintMode`]).
     pub fn fingerprint(mut self, mode: FingerprintMode) -> Self {
         self.fingerprint = Some(mode);
         self
@@ -575,14 +595,14 @@ impl<P: Process> Model<P> {
         self
     }
 
-    /// The fingerprint mode a check of this model uses.
+    /// The fingerprint mode a check of this model uses for its processes.
     pub fn fingerprint_mode(&self) -> FingerprintMode {
-        self.fingerprint
-            .unwrap_or(if P::hash_fns().process.is_some() {
-                FingerprintMode::Hash
-            } else {
-                FingerprintMode::Heap
-            })
+        self.fingerprint.unwrap_or_else(|| {
+            P::hash_fns()
+                .process
+                .best()
+                .map_or(FingerprintMode::Heap, |(mode, _)| mode)
+        })
     }
 
     /// Sets the search strategy.

@@ -338,6 +338,10 @@ pub struct CheckResult {
     pub violations: Vec<Violation>,
     /// Statistics.
     pub stats: Stats,
+    /// The source of identity each type of the model was fingerprinted
+    /// from (process, shared variables, messages).
+    #[serde(default)]
+    pub sources: Vec<crate::identity::TypeSource>,
 }
 
 impl CheckResult {

@@ -916,7 +916,7 @@ impl Process for Slots {
     }
     fn hash_fns() -> cmc::HashFns<Self> {
         let mut fns = cmc::HashFns::none();
-        fns.process = Some(|s: &Slots, h: &mut cmc::StateHasher| Hash::hash(s, h));
+        fns.process.hash = Some(|s: &Slots, h: &mut cmc::StateHasher| Hash::hash(s, h));
         fns
     }
 }
