@@ -22,5 +22,9 @@ for bug in rerr-seqno hopcount-compare reboot-null-route invalid-route-reply \
   cargo test --release -p aodv --test check --test rerr_race --features "bug-$bug"
 done
 
+# The membership example's seeded bug (ordinary std collections, a
+# Debug-only message type): found, and its trace replays.
+cargo test --release -p membership --features bug-refute-without-adopting
+
 # The two-phase commit example's seeded bug.
 cargo test --release -p two-phase-commit --features bug-commit-without-all-prepared

@@ -347,7 +347,7 @@ impl<P: Process> Fingerprinter<P> {
             type_name: std::any::type_name::<P>().into(),
             source: process.mode().expect("a process type always has a source"),
         }];
-        if let Some(source) = shared.mode() {
+        if let Some(source) = shared.mode().filter(|_| size_of::<P::Shared>() != 0) {
             sources.push(TypeSource {
                 role: "shared".into(),
                 type_name: std::any::type_name::<P::Shared>().into(),
