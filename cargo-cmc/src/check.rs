@@ -30,9 +30,11 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.seed = args.seed;
     o.keep_going = args.keep_going.then_some(true);
     o.fingerprint = args.fingerprint.map(|f| match f {
-        FingerprintArg::Bytes => FingerprintMode::Bytes,
-        FingerprintArg::Heap => FingerprintMode::Heap,
+        FingerprintArg::State => FingerprintMode::State,
         FingerprintArg::Hash => FingerprintMode::Hash,
+        FingerprintArg::Debug => FingerprintMode::Debug,
+        FingerprintArg::Heap => FingerprintMode::Heap,
+        FingerprintArg::Bytes => FingerprintMode::Bytes,
         FingerprintArg::Abstract => FingerprintMode::Abstract,
     });
     o.width = args.fingerprint_bits.map(|b| match b {
@@ -127,7 +129,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
         );
     }
     let options_json = serde_json::to_string(&options).context("options serialise")?;
-    let mut out = Output::new(args.message_format);
+    let mut out = Output::new(args.message_format, args.verbose);
     let mut violation = false;
     let mut emitted = false;
     for (harness, model) in selected {

@@ -68,14 +68,20 @@ pub(crate) enum StrategyArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum FingerprintArg {
-    /// The raw pages of each process's arena (fastest; allocation-order
-    /// variants count twice).
-    Bytes,
-    /// The canonical heap reachable from each process (the default for
-    /// process types without Hash).
-    Heap,
-    /// The process type's own Hash (the default when it implements it).
+    /// The process type's cmc::StateHash (derive it): by meaning, the first
+    /// choice when it exists.
+    State,
+    /// The process type's own Hash.
     Hash,
+    /// The process type's Debug output, canonicalized (maps and sets count
+    /// as unordered).
+    Debug,
+    /// The canonical heap reachable from each process (the default only
+    /// for types with none of the above).
+    Heap,
+    /// The raw pages of each process's arena (fastest; equal values with
+    /// different bytes count twice).
+    Bytes,
     /// The model's abstraction function (Model::abstraction).
     Abstract,
 }
@@ -124,8 +130,9 @@ pub(crate) struct CheckArgs {
     /// Collect distinct violations instead of stopping at the first.
     #[arg(long)]
     pub(crate) keep_going: bool,
-    /// How processes are fingerprinted (default: hash when the process type
-    /// implements Hash, otherwise heap, unless the model chooses).
+    /// How processes are fingerprinted (default: each type's best source:
+    /// StateHash, then Hash, then Debug, then the canonical heap, unless
+    /// the model chooses; -v says which each type used).
     #[arg(long, value_enum)]
     pub(crate) fingerprint: Option<FingerprintArg>,
     /// Bits of each fingerprint the visited set keeps.
@@ -137,6 +144,10 @@ pub(crate) struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub(crate) message_format: MessageFormat,
+    /// Also say, for each model, which source of identity each of its
+    /// types (process, shared variables, messages) was fingerprinted from.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
     /// Write a #[test] that replays the (first) counterexample to this file.
     #[arg(long, value_name = "FILE")]
     pub(crate) emit_test: Option<PathBuf>,

@@ -33,6 +33,7 @@ fn plain_interval() -> Duration {
 
 pub(crate) struct Output {
     format: MessageFormat,
+    verbose: bool,
     tty: bool,
     bar: Option<ProgressBar>,
     last_plain: Instant,
@@ -62,9 +63,10 @@ fn describe(p: &Progress) -> String {
 }
 
 impl Output {
-    pub(crate) fn new(format: MessageFormat) -> Self {
+    pub(crate) fn new(format: MessageFormat, verbose: bool) -> Self {
         Output {
             format,
+            verbose,
             tty: std::io::stderr().is_terminal(),
             bar: None,
             last_plain: Instant::now(),
@@ -147,10 +149,20 @@ impl Output {
                         "elapsed_s": result.stats.elapsed.as_secs_f64(),
                         "violations": violations,
                         "fingerprint": result.stats.fingerprint.map(|m| m.name()),
+                        "sources": result.sources.iter().map(|s| json!({
+                            "role": s.role,
+                            "type": s.type_name,
+                            "source": s.source.name(),
+                        })).collect::<Vec<_>>(),
                     })
                 );
             }
             MessageFormat::Human => {
+                if self.verbose {
+                    for s in &result.sources {
+                        println!("identity of {}: {s}", result.model);
+                    }
+                }
                 for (v, s) in result.violations.iter().zip(saved) {
                     println!("violation in {}: {}", result.model, v.record);
                     print!("{}", v.trace);

@@ -584,3 +584,55 @@ fn progress_is_reported_while_a_model_runs() {
         .unwrap()
         .starts_with("cmc: fixture_passing::many_counters pass unique=100000 "));
 }
+
+#[test]
+fn ordinary_std_state_is_counted_by_meaning_and_its_trace_replays() {
+    // A handler that builds a fresh HashMap (new random keys every time)
+    // and a Clone + Debug-only message holding a HashSet: with default
+    // flags both are fingerprinted by canonical Debug, and the trace, whose
+    // fingerprints are by meaning too, replays in new processes.
+    let dir = fixture("ordinary");
+    let out = run(&dir, &["check", "-v", "--strategy", "bfs"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    for line in [
+        "identity of fixture_ordinary::peers: process fixture_ordinary::Peer: debug",
+        "identity of fixture_ordinary::peers: message fixture_ordinary::Msg: debug",
+        "invariant violated: acks_differ_from_one_two: process 0: acks are [1, 2]",
+        "trace of fixture_ordinary::peers (6 steps):",
+    ] {
+        assert!(stdout.contains(line), "expected {line:?} in:\n{stdout}");
+    }
+    let trace = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("trace saved to "))
+        .expect("a trace file")
+        .to_string();
+    for _ in 0..2 {
+        let out = run(&dir, &["replay", &trace]);
+        let replayed = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{replayed}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            replayed
+                .contains("the violation reproduces: invariant violated: acks_differ_from_one_two"),
+            "{replayed}"
+        );
+    }
+    let out = run(
+        &dir,
+        &["check", "--strategy", "bfs", "--message-format", "json"],
+    );
+    let result: Value = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .expect("a result line");
+    assert_eq!(result["sources"][0]["role"], "process");
+    assert_eq!(result["sources"][0]["source"], "debug");
+    assert_eq!(result["fingerprint"], "debug");
+}
