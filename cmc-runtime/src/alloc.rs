@@ -19,6 +19,19 @@ thread_local! {
     /// initialiser without a destructor: reading it never allocates and never
     /// fails, even during thread teardown.
     static CURRENT: Cell<*const ArenaCtl> = const { Cell::new(std::ptr::null()) };
+    /// Allocations made in arenas on this thread: a global can only come
+    /// to point into an arena when this moves (see `crate::globals`).
+    static ARENA_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Allocations made in arenas on this thread so far.
+pub(crate) fn arena_allocations() -> u64 {
+    ARENA_ALLOCATIONS.with(Cell::get)
+}
+
+#[inline]
+fn count_arena_allocation() {
+    ARENA_ALLOCATIONS.with(|c| c.set(c.get().wrapping_add(1)));
 }
 
 #[inline]
@@ -53,6 +66,7 @@ unsafe impl GlobalAlloc for Allocator {
         }
         // SAFETY: a current arena is registered and alive (see `Entered`).
         let p = unsafe { (*cur).alloc(layout, false) };
+        count_arena_allocation();
         if p.is_null() {
             // The arena recorded its exhaustion for the engine to report; the
             // process keeps running on system memory until its handler
@@ -73,6 +87,7 @@ unsafe impl GlobalAlloc for Allocator {
         }
         // SAFETY: as in `alloc`.
         let p = unsafe { (*cur).alloc(layout, true) };
+        count_arena_allocation();
         if p.is_null() {
             // SAFETY: forwarded contract.
             return unsafe { System.alloc_zeroed(layout) };
@@ -98,6 +113,7 @@ unsafe impl GlobalAlloc for Allocator {
         };
         // SAFETY: `ptr` lies in this arena, so it was allocated there.
         let p = unsafe { ctl.realloc(ptr, layout, new_size) };
+        count_arena_allocation();
         if !p.is_null() {
             return p;
         }

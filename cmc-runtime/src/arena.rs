@@ -325,6 +325,21 @@ static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
 static LOW: AtomicUsize = AtomicUsize::new(usize::MAX);
 static HIGH: AtomicUsize = AtomicUsize::new(0);
 
+/// `[low, high)`: every registered arena lies inside.
+pub(crate) fn bounds() -> (usize, usize) {
+    (LOW.load(Ordering::Relaxed), HIGH.load(Ordering::Relaxed))
+}
+
+/// Whether `addr` is a word of the arena registry itself (which holds arena
+/// addresses by design), for the scan of globals.
+pub(crate) fn is_registry(addr: usize) -> bool {
+    let within = |start: usize, len: usize| addr >= start && addr < start + len;
+    within(SLOTS.as_ptr() as usize, size_of_val(&SLOTS))
+        || within(&LOW as *const _ as usize, size_of_val(&LOW))
+        || within(&HIGH as *const _ as usize, size_of_val(&HIGH))
+        || within(&NEXT_FIXED as *const _ as usize, size_of_val(&NEXT_FIXED))
+}
+
 /// The arena containing `addr`, if any. Async-signal-safe: atomics only.
 #[inline]
 pub(crate) fn find(addr: usize) -> Option<&'static ArenaCtl> {

@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use crate::canon::{CanonTable, HeapGraph};
 use crate::ctx::{self, begin_run, end_run, system_scope, user_code, Ctx, Run, View};
 use crate::env::Env;
+use crate::globals::Globals;
 use crate::identity::{HashFn, TypeSource};
 use crate::isolate::{self, ChildEnd};
 use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, MemoryConfig, StateId};
@@ -136,6 +137,9 @@ struct Outcome {
     model_error: Option<String>,
     delivered: Option<(usize, usize, String)>,
     sent: Vec<(usize, String, &'static str)>,
+    /// A global the run initialized that could not be moved out of the
+    /// arenas (see [`crate::globals`]).
+    global_error: Option<String>,
 }
 
 struct Item {
@@ -219,6 +223,7 @@ pub(crate) struct Engine<'m, P: Process> {
     nodes: Vec<Node>,
     choice_pool: Vec<usize>,
     fp: Fingerprinter<P>,
+    globals: Globals,
 }
 
 /// How one type of the model is fingerprinted.
@@ -582,9 +587,8 @@ fn hex(fp: Fingerprint) -> String {
 /// code commonly touches: standard output and error (their buffers), the
 /// current thread's handle, and rand's thread-local generator. Were one of
 /// them first touched inside a handler, it would be allocated in that
-/// process's arena, rolled back by the next restore, and left dangling.
-/// (Other lazy globals first used inside a handler have the same problem;
-/// the determinism check or an isolated check reports them.)
+/// process's arena and then moved out of it (see [`crate::globals`]);
+/// initializing them here saves that work.
 fn prewarm() {
     thread_local! {
         static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -629,6 +633,7 @@ impl<'m, P: Process> Engine<'m, P> {
         let env_arena = mem
             .add_arena("environment", model.env_arena.clone())
             .map_err(err)?;
+        let mut globals = Globals::new();
         let mut roots = Vec::with_capacity(model.count);
         for (i, &arena) in arenas.iter().enumerate() {
             let built = {
@@ -675,6 +680,16 @@ impl<'m, P: Process> Engine<'m, P> {
                 location: None,
             }));
         }
+        let owned: Vec<(ArenaId, usize)> = arenas
+            .iter()
+            .zip(&roots)
+            .map(|(&a, &r)| (a, r as usize))
+            .chain([(env_arena, env as usize)])
+            .collect();
+        if let Err(m) = globals.after_user_code(&mem, &owned, &|| "a process's constructor".into())
+        {
+            return Err(SetupFailure::Error(CheckError::Model(m)));
+        }
         let initial = mem.capture();
         let fp = Fingerprinter::new(model, &mem, &arenas, &roots, env_arena, env)
             .map_err(SetupFailure::Error)?;
@@ -692,6 +707,7 @@ impl<'m, P: Process> Engine<'m, P> {
             nodes: Vec::new(),
             choice_pool: Vec::new(),
             fp,
+            globals,
         })
     }
 
@@ -856,6 +872,18 @@ impl<'m, P: Process> Engine<'m, P> {
             user_code(true, || body(unsafe { &mut *root }, &mut ctx)).err()
         };
         let run = end_run();
+        let owned: Vec<(ArenaId, usize)> = self
+            .arenas
+            .iter()
+            .zip(&self.roots)
+            .map(|(&a, &r)| (a, r as usize))
+            .chain([(self.env_arena, self.env as usize)])
+            .collect();
+        let who = format!("{} of {}", self.handler_name(e), self.actor_name(e.actor));
+        let global_error = self
+            .globals
+            .after_user_code(&self.mem, &owned, &|| who.clone())
+            .err();
         Outcome {
             taken: run.taken.iter().map(|&(v, _)| v).collect(),
             ranges: run.taken,
@@ -863,6 +891,7 @@ impl<'m, P: Process> Engine<'m, P> {
             model_error: run.model_error,
             delivered: run.delivered,
             sent: run.sent,
+            global_error,
         }
     }
 
@@ -1204,10 +1233,15 @@ struct Search<'e, 'm, P: Process> {
     seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
     start: Instant,
     last_progress: Instant,
+    /// An error that ends the search without a result.
+    fatal: Option<CheckError>,
 }
 
 impl<P: Process> Search<'_, '_, P> {
     fn stop_requested(&mut self) -> bool {
+        if self.fatal.is_some() {
+            return true;
+        }
         let b = &self.engine.model.bounds;
         if b.max_states.is_some_and(|m| self.stats.unique >= m as u64)
             || b.time_limit.is_some_and(|t| self.start.elapsed() >= t)
@@ -1373,6 +1407,10 @@ impl<P: Process> Search<'_, '_, P> {
         let outcome = e.run(event, script, false);
         let ranges = outcome.ranges.clone();
         self.stats.transitions += 1;
+        if let Some(m) = outcome.global_error {
+            self.fatal = Some(CheckError::Model(m));
+            return ranges;
+        }
         let step = RawStep {
             event,
             choices: outcome.taken.clone(),
@@ -1519,9 +1557,13 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         seen_violations: HashSet::new(),
         start,
         last_progress: start,
+        fatal: None,
         engine: &mut engine,
     };
     search.run();
+    if let Some(e) = search.fatal.take() {
+        return Err(e);
+    }
     let mut stats = search.stats;
     let mem_stats = search.engine.mem.stats();
     stats.pages = mem_stats.pages;
@@ -1641,6 +1683,9 @@ pub(crate) fn replay<P: Process>(
         let stepping = crate::progress::stepping();
         let before = if stepping { e.show(actor) } else { None };
         let outcome = e.run(event, step.choices.clone(), stepping);
+        if let Some(m) = outcome.global_error.clone() {
+            return Err(CheckError::Model(m));
+        }
         let name = e.handler_name(event).to_string();
         let failure = if let Some((message, location)) = outcome.panic.clone() {
             Some(ViolationRecord {

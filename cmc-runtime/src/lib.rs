@@ -18,6 +18,7 @@ pub mod canon;
 mod ctx;
 mod engine;
 mod env;
+mod globals;
 mod harness;
 mod hash;
 mod heap;
