@@ -124,12 +124,10 @@ pub struct Msgs {
 }
 
 /// A process: the transaction manager or a resource manager. Each holds
-/// only its own variables of the spec. cmc fingerprints memory, so equal
-/// states must have equal bytes. All fields are single bytes, so there is no
-/// padding between them. A process's variant never changes after it is
-/// built, and handlers write fields in place, so any byte the variant does
-/// not use keeps its value from construction.
-#[derive(Debug, Hash, PartialEq, Eq)]
+/// only its own variables of the spec. Its identity is its derived
+/// `cmc::StateHash` (the variant and its fields), cmc's first choice; its
+/// `Hash` and `Debug` would count the same states.
+#[derive(Debug, Hash, PartialEq, Eq, cmc::StateHash)]
 pub enum Manager {
     /// The transaction manager (process 0).
     Tm {
