@@ -29,6 +29,7 @@ pub const GOSSIP_BUDGET: u8 = 1;
 /// A node id.
 pub type Id = u32;
 
+// ANCHOR: message
 /// What nodes tell each other.
 #[derive(Clone, Debug)]
 pub enum Msg {
@@ -52,6 +53,7 @@ pub enum Msg {
         incarnations: BTreeMap<Id, u32>,
     },
 }
+// ANCHOR_END: message
 
 /// What a node knows of a member.
 #[derive(Clone, Debug, Default)]
@@ -62,6 +64,7 @@ pub struct Member {
     pub tags: BTreeSet<String>,
 }
 
+// ANCHOR: node
 /// One member of the group.
 #[derive(Clone, Debug)]
 pub struct Node {
@@ -89,6 +92,7 @@ pub struct Node {
     /// Whether it has suspected anyone yet (one suspicion per node).
     pub has_suspected: bool,
 }
+// ANCHOR_END: node
 
 impl Node {
     /// Node `id` of a group of `size` nodes, at incarnation 0, knowing only

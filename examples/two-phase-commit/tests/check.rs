@@ -95,14 +95,15 @@ mod spec {
         );
     }
 
-    /// Unique states in every fingerprint mode. `Manager` derives `Hash`, so
-    /// `hash` is the default. The state has no heap and no padding, so bytes,
-    /// canonical heap and `Hash` all count exactly the TLA+ states. The
+    /// Unique states in every fingerprint mode. `Manager` derives
+    /// `cmc::StateHash`, so `state` is the default. The state has no heap and
+    /// no padding, so bytes, canonical heap, `StateHash`, `Hash` and `Debug`
+    /// all count exactly the TLA+ states. The
     /// abstraction forgets `tmPrepared` once the TM is done (no action reads
     /// it then): fewer states, the same verdict.
     #[test]
     fn every_fingerprint_mode() {
-        use cmc::FingerprintMode::{Bytes, Hash, Heap};
+        use cmc::FingerprintMode::{Bytes, Debug, Hash, Heap, State};
         use two_phase_commit::{two_phase_commit, TmState};
         for rms in 3..=6 {
             let spec = Spec::new(rms, CommitGuard::AllPrepared).explore();
@@ -135,8 +136,8 @@ mod spec {
                 assert_eq!(r.verdict, Verdict::Pass, "{rms} RMs");
                 r.stats.unique as usize
             };
-            assert_eq!(two_phase_commit(rms).fingerprint_mode(), Hash);
-            for mode in [Bytes, Heap, Hash] {
+            assert_eq!(two_phase_commit(rms).fingerprint_mode(), State);
+            for mode in [Bytes, Heap, State, Hash, Debug] {
                 let unique = count(two_phase_commit(rms).fingerprint(mode));
                 println!("{rms} RMs, {mode:?}: {unique}");
                 assert_eq!(unique, spec.distinct, "{rms} RMs, {mode:?}");
