@@ -83,7 +83,6 @@ type Build = BuildHasherDefault<WordHasher>;
 type HashMap<K, V> = hashbrown::HashMap<K, V, Build>;
 type HashSet<K> = hashbrown::HashSet<K, Build>;
 
-use crate::hash::fold_hash;
 use crate::heap::HEADER_SIZE;
 use crate::memory::{ArenaId, Memory, StateId};
 use crate::sys::PAGE;
@@ -869,7 +868,9 @@ fn object_term(
     for m in map {
         buf.extend_from_slice(&m.to_le_bytes());
     }
-    fold_hash(buf)
+    // Words that point into the program (a vtable, a string literal) hash
+    // as (module, offset).
+    crate::hash::fold_hash_relocated(buf, &crate::hash::Relocation::modules())
 }
 
 /// Drops the zero bytes at the end of `buf` (not before `start`): the

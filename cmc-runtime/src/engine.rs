@@ -603,6 +603,7 @@ fn prewarm() {
     let _ = std::io::stderr();
     let _ = std::thread::current();
     let _ = rand::thread_rng().gen::<u64>();
+    let _ = crate::identity::layout::modules();
     ctx::install_panic_hook();
 }
 

@@ -72,6 +72,10 @@ pub(crate) struct Relocation {
     /// `[low, low + span)` covers every arena: a quick rejection test.
     low: u64,
     span: u64,
+    /// The same for the loaded modules (see `identity::layout`), whose
+    /// pointers hash as (module, offset).
+    module_low: u64,
+    module_span: u64,
     /// (base, length, index) of each arena, sorted by base.
     arenas: Vec<(u64, u64, u64)>,
 }
@@ -81,8 +85,20 @@ impl Relocation {
     pub(crate) const NONE: Relocation = Relocation {
         low: 0,
         span: 0,
+        module_low: 0,
+        module_span: 0,
         arenas: Vec::new(),
     };
+
+    /// Only pointers into loaded modules are relocated.
+    pub(crate) fn modules() -> Relocation {
+        let m = crate::identity::layout::modules();
+        Relocation {
+            module_low: m.low,
+            module_span: m.span,
+            ..Relocation::NONE
+        }
+    }
 
     /// Adds arena number `index` at `[base, base + len)`.
     pub(crate) fn add(&mut self, index: usize, base: u64, len: u64) {
@@ -103,6 +119,8 @@ impl Relocation {
     fn apply(&self, w: u64) -> u64 {
         if w.wrapping_sub(self.low) < self.span {
             self.locate(w)
+        } else if w.wrapping_sub(self.module_low) < self.module_span {
+            crate::identity::layout::modules().relocate(w)
         } else {
             w
         }
@@ -182,7 +200,7 @@ impl PageHasher {
     pub(crate) fn hash_relocated(self, data: &[u8], reloc: &Relocation) -> u128 {
         match self {
             PageHasher::Fold => fold_hash_relocated(data, reloc),
-            PageHasher::Sip if reloc.span == 0 => sip_hash(data),
+            PageHasher::Sip if reloc.span == 0 && reloc.module_span == 0 => sip_hash(data),
             PageHasher::Sip => {
                 let mut buf = [0u8; crate::sys::PAGE];
                 let buf = &mut buf[..data.len()];

@@ -237,7 +237,7 @@ impl Memory {
             states: Slab::new(),
             loaded: None,
             entries_at_capture: u64::MAX,
-            reloc: Relocation::NONE,
+            reloc: Relocation::modules(),
             scratch_pages: Vec::new(),
             scratch_changes: Vec::new(),
         }

@@ -409,6 +409,14 @@ impl std::hash::Hasher for StateHasher {
     fn write(&mut self, bytes: &[u8]) {
         self.0.write(bytes)
     }
+
+    /// Pointers hash through here (`Hash` of a function pointer or a raw
+    /// pointer): one into the program image hashes as (module, offset), so
+    /// it is the same in every run whatever address randomization did.
+    fn write_usize(&mut self, i: usize) {
+        let v = crate::identity::layout::modules().relocate(i as u64);
+        self.0.write(&v.to_le_bytes())
+    }
 }
 
 pub use crate::identity::HashFn;

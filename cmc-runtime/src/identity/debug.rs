@@ -151,6 +151,33 @@ pub(crate) fn canonical_hash(text: &[u8]) -> u128 {
             }
             _ => {}
         }
+        if b == b'0' && text.get(i + 1) == Some(&b'x') && !is_ident_byte(last_significant) {
+            // A hexadecimal number: an address (`{:p}`, a function pointer)
+            // that points into the program hashes as (module, offset).
+            let end = i
+                + 2
+                + text[i + 2..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_hexdigit())
+                    .count();
+            if let Some(v) = std::str::from_utf8(&text[i + 2..end])
+                .ok()
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            {
+                let out = match stack.last_mut() {
+                    Some(g) => {
+                        g.started = true;
+                        &mut g.entry
+                    }
+                    None => &mut top,
+                };
+                out.write_u8(b'#');
+                out.write_u64(crate::identity::layout::modules().relocate(v));
+                last_significant = b'0';
+                i = end;
+                continue;
+            }
+        }
         let out = match stack.last_mut() {
             Some(g) => {
                 if b == b' ' && !g.started {

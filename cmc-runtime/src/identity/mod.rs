@@ -25,6 +25,7 @@
 //! them (see [`probe`]). The engine only asks this module for a hash.
 
 mod debug;
+pub(crate) mod layout;
 pub mod probe;
 mod std_impls;
 

@@ -1,0 +1,124 @@
+//! Layout-independent identity: a word that points into a loaded module
+//! (the executable's or a shared library's text, read-only data or data)
+//! is hashed as (module, offset), never as its address, so that a state
+//! holding a string literal, a vtable or a function pointer fingerprints
+//! the same in every process that runs the same build, whatever address
+//! randomization did.
+//!
+//! The modules are listed once, in the order the dynamic linker reports
+//! them (the executable first), which is the same in every run of a build.
+
+use std::sync::OnceLock;
+
+/// Marks a module-relative word, so it never hashes like the same small
+/// integer or an arena-relative pointer.
+const MODULE_TAG: u64 = 0x9e6c_63d0_676a_9a99;
+
+/// The loaded modules' address ranges.
+#[derive(Debug)]
+pub(crate) struct Modules {
+    /// `(start, end, module index)`, sorted by start.
+    ranges: Vec<(u64, u64, u64)>,
+    /// `[low, low + span)` covers every range: the quick rejection test.
+    pub(crate) low: u64,
+    pub(crate) span: u64,
+}
+
+static MODULES: OnceLock<Modules> = OnceLock::new();
+
+/// The modules of this process (listed on first use, in checker memory).
+pub(crate) fn modules() -> &'static Modules {
+    MODULES.get_or_init(|| {
+        let _sys = crate::ctx::system_scope();
+        Modules::list()
+    })
+}
+
+impl Modules {
+    fn list() -> Modules {
+        unsafe extern "C" fn each(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> libc::c_int {
+            // SAFETY: `data` is the vector passed below; `info` is valid for
+            // this call (dl_iterate_phdr's contract).
+            let (ranges, info) = unsafe { (&mut *(data as *mut Vec<(u64, u64, u64)>), &*info) };
+            let index = ranges.last().map_or(0, |r| r.2 + 1);
+            let bias = info.dlpi_addr;
+            // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+            let phdrs =
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+            let loads = phdrs.iter().filter(|p| p.p_type == libc::PT_LOAD);
+            let start = loads.clone().map(|p| bias + p.p_vaddr).min();
+            let end = loads.map(|p| bias + p.p_vaddr + p.p_memsz).max();
+            if let (Some(start), Some(end)) = (start, end) {
+                ranges.push((start, end, index));
+            }
+            0
+        }
+        let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
+        // SAFETY: `each` matches the callback type and only reads the
+        // headers during the call.
+        unsafe {
+            libc::dl_iterate_phdr(
+                Some(each),
+                &mut ranges as *mut Vec<(u64, u64, u64)> as *mut libc::c_void,
+            )
+        };
+        ranges.sort_unstable();
+        let low = ranges.first().map_or(0, |r| r.0);
+        let high = ranges.iter().map(|r| r.1).max().unwrap_or(low);
+        Modules {
+            ranges,
+            low,
+            span: high - low,
+        }
+    }
+
+    /// `w` as (module, offset), tagged, if it points into a module;
+    /// otherwise `w`.
+    #[inline]
+    pub(crate) fn relocate(&self, w: u64) -> u64 {
+        if w.wrapping_sub(self.low) < self.span {
+            self.locate(w)
+        } else {
+            w
+        }
+    }
+
+    #[cold]
+    fn locate(&self, w: u64) -> u64 {
+        let i = self.ranges.partition_point(|&(s, _, _)| s <= w);
+        match i.checked_sub(1).map(|i| self.ranges[i]) {
+            Some((start, end, index)) if w < end => ((index << 40) | (w - start)) ^ MODULE_TAG,
+            _ => w,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static DATA: u64 = 7;
+
+    #[test]
+    fn pointers_into_the_program_are_module_relative() {
+        let m = modules();
+        let f = pointers_into_the_program_are_module_relative as fn() as usize as u64;
+        let d = &DATA as *const u64 as u64;
+        let s = "a literal".as_ptr() as u64;
+        for p in [f, d, s] {
+            let r = m.relocate(p);
+            assert_ne!(r, p, "{p:#x} should be inside a module");
+            assert_eq!(r ^ MODULE_TAG, (r ^ MODULE_TAG) & ((1 << 48) - 1));
+        }
+        // The executable is module 0: same offsets in every run of a build.
+        assert_eq!((m.relocate(f) ^ MODULE_TAG) >> 40, 0);
+        let heap = Box::new(1u64);
+        let h = &*heap as *const u64 as u64;
+        assert_eq!(m.relocate(h), h, "the heap is no module");
+        assert_eq!(m.relocate(42), 42);
+    }
+}
