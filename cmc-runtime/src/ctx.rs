@@ -42,6 +42,12 @@ thread_local! {
     static PANIC: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
 }
 
+/// Whether user code is running under the engine on this thread (clocks are
+/// then virtual, see `identity::clock`).
+pub(crate) fn in_user_code() -> bool {
+    IN_USER_CODE.try_with(Cell::get).unwrap_or(false)
+}
+
 /// Makes allocations on this thread go to the system allocator until the
 /// guard drops (checker bookkeeping done while a handler's arena is current).
 pub(crate) fn system_scope() -> Entered<'static> {

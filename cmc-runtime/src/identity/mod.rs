@@ -24,6 +24,7 @@
 //! concrete: `#[cmc::process]` and `#[derive(cmc::StateHash)]` probe for
 //! them (see [`probe`]). The engine only asks this module for a hash.
 
+pub mod clock;
 mod debug;
 pub(crate) mod layout;
 pub mod probe;
