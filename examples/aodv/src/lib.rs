@@ -1,8 +1,9 @@
 //! AODV (Ad hoc On-Demand Distance Vector routing, RFC 3561) as a sans-IO
 //! protocol engine, and a cmc model that checks it.
 //!
-//! The engine ([`Node`]) knows nothing of sockets, clocks or cmc: the host
-//! feeds it events ("originate a route discovery", "a packet arrived from a
+//! The engine ([`Node`]) knows nothing of sockets or clocks, and of cmc only
+//! the `cmc::StateHash` derive on its state types (which tells the checker
+//! what a node's state is, field by field). The host feeds it events ("originate a route discovery", "a packet arrived from a
 //! neighbour", "a timer expired", "the link to a neighbour broke", "the node
 //! rebooted") and carries out the [`Action`]s it returns (send a packet, set
 //! or cancel a timer, report a route). The same code could run on UDP port

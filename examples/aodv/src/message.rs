@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// An IPv4 address.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::StateHash)]
 pub struct Addr(pub u32);
 
 impl Addr {

@@ -15,6 +15,7 @@
 //! checker reports loops that need a packet to outlive DELETE_PERIOD (see
 //! the README).
 
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use cmc::{Ctx, Model, NetworkConfig, View, World};
@@ -33,8 +34,9 @@ pub fn index_of(a: Addr) -> usize {
     (a.0 - addr_of(0).0) as usize
 }
 
-/// A packet in flight: the encoded message. Its `Debug` decodes it.
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// A packet in flight: the encoded message. Its `Debug` decodes it for
+/// traces; its identity is its bytes.
+#[derive(Clone, cmc::StateHash)]
 pub struct Packet(pub Vec<u8>);
 
 impl fmt::Debug for Packet {
@@ -46,56 +48,32 @@ impl fmt::Debug for Packet {
     }
 }
 
-/// Nodes a model may have.
-pub const MAX_NODES: usize = 8;
+/// Nodes a model may have: node `i` is 10.0.0.(i+1), and 10.0.0.255 would
+/// be the subnet's broadcast address.
+pub const MAX_NODES: usize = 254;
 
-/// What the environment knows of every routing table: `next[i][d]` is
-/// 1 + the index of node `i`'s next hop towards node `d` when that route
-/// is valid, else 0. Handlers publish it after every step; the guards of
-/// the long timers read it (a guard sees only its own process).
-#[derive(Debug, Default)]
-#[repr(C)]
+/// What the environment knows of every routing table: for each node with a
+/// valid route, its next hop towards each destination it has a valid route
+/// to. Handlers publish it after every step; the guards of the long timers
+/// read it (a guard sees only its own process).
+#[derive(Debug, Default, cmc::StateHash)]
 pub struct Network {
-    next: [[u8; MAX_NODES]; MAX_NODES],
+    /// Node → (destination → next hop). A node without valid routes has no
+    /// entry (rather than an empty one, which would make a second state
+    /// that means the same).
+    next_hops: HashMap<Addr, HashMap<Addr, Addr>>,
 }
 
 impl Network {
     /// Whether some node other than `n` has a valid route to `d` (or, with
     /// `None`, to any destination other than `n`) whose next hop is `n`.
-    fn routes_through(&self, n: usize, d: Option<usize>) -> bool {
-        self.next.iter().enumerate().any(|(i, row)| {
+    fn routes_through(&self, n: Addr, d: Option<Addr>) -> bool {
+        self.next_hops.iter().any(|(&i, row)| {
             i != n
-                && row.iter().enumerate().any(|(dest, &hop)| {
-                    hop as usize == n + 1 && dest != n && d.is_none_or(|d| d == dest)
-                })
+                && row
+                    .iter()
+                    .any(|(&dest, &hop)| hop == n && dest != n && d.is_none_or(|d| d == dest))
         })
-    }
-}
-
-/// Timers a model node holds at most.
-const MAX_TIMERS: usize = 48;
-
-/// A timer as three words (kind, address, RREQ ID): `Timer` is an enum
-/// whose smaller variants leave bytes unwritten, and cmc compares bytes.
-type TimerKey = [u32; 3];
-
-fn key(t: Timer) -> TimerKey {
-    match t {
-        Timer::RouteExpiry(a) => [0, a.0, 0],
-        Timer::DiscoveryRetry(a) => [1, a.0, 0],
-        Timer::RouteDelete(a) => [2, a.0, 0],
-        Timer::RreqSeen(a, id) => [3, a.0, id],
-        Timer::RebootWait => [4, 0, 0],
-    }
-}
-
-fn timer(k: TimerKey) -> Timer {
-    match k {
-        [0, a, _] => Timer::RouteExpiry(Addr(a)),
-        [1, a, _] => Timer::DiscoveryRetry(Addr(a)),
-        [2, a, _] => Timer::RouteDelete(Addr(a)),
-        [3, a, id] => Timer::RreqSeen(Addr(a), id),
-        _ => Timer::RebootWait,
     }
 }
 
@@ -126,36 +104,40 @@ impl Topology {
     }
 }
 
-/// A node of the model: the engine and the timers it asked for (inline and
-/// padding-free, like the engine's own state).
-#[repr(C)]
+/// A node of the model: the engine, the timers it asked for and its part
+/// of the environment.
+#[derive(Clone, Debug, cmc::StateHash)]
 pub struct AodvNode {
     /// The protocol engine.
     pub node: Node,
-    timers: [TimerKey; MAX_TIMERS],
-    n_timers: u32,
-    nodes: u32,
-    /// Bit `j` is set when node `j` is a neighbour.
-    neighbours: u32,
-    /// Bit `j` is set when this node may look for a route to node `j`.
-    wants: u32,
-    /// Bit `j` is set when the link to neighbour `j` may break.
-    breakable: u32,
-    /// 1 when the node may reboot, else 0 (words, so the state has no
-    /// padding).
-    reboots: u32,
-    /// 1 when valid routes may expire, else 0.
-    expiry: u32,
-    /// The first route update that broke the §6.2 rule, as (1, destination,
-    /// sequence number, old hops, old next hop, new hops, new next hop);
-    /// all zero while there is none (see [`AodvNode::drive`]).
-    bad_update: [u32; 7],
+    /// The timers pending (time is abstract: which ones, not when).
+    timers: BTreeSet<Timer>,
+    nodes: usize,
+    /// The neighbours, by index.
+    neighbours: Vec<usize>,
+    /// The nodes this node may look for a route to, by index.
+    wants: Vec<usize>,
+    /// The neighbours whose link may break, by index.
+    breakable: Vec<usize>,
+    /// Whether the node may reboot.
+    reboots: bool,
+    /// Whether valid routes may expire.
+    expiry: bool,
+    /// The first route update that broke the §6.2 rule (see
+    /// [`AodvNode::drive`]).
+    bad_update: Option<BadUpdate>,
 }
 
-impl fmt::Debug for AodvNode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&show(self))
-    }
+/// A route replaced in breach of the §6.2 rule: at the same, known sequence
+/// number, by one that is not shorter.
+#[derive(Clone, Copy, Debug, cmc::StateHash)]
+struct BadUpdate {
+    dest: Addr,
+    seq: u32,
+    old_hops: u8,
+    old_next_hop: Addr,
+    new_hops: u8,
+    new_next_hop: Addr,
 }
 
 impl AodvNode {
@@ -168,69 +150,38 @@ impl AodvNode {
         };
         AodvNode {
             node: Node::new(addr_of(i), config),
-            timers: [[0; 3]; MAX_TIMERS],
-            n_timers: 0,
-            nodes: nodes as u32,
+            timers: BTreeSet::new(),
+            nodes,
             neighbours: (0..nodes)
                 .filter(|&j| b.topology.linked(i, j, nodes))
-                .fold(0, |m, j| m | 1 << j),
+                .collect(),
             wants: (0..nodes)
                 .filter(|&j| j != i && b.flows.is_none_or(|f| f.contains(&(i, j))))
-                .fold(0, |m, j| m | 1 << j),
+                .collect(),
             breakable: (0..nodes)
                 .filter(|&j| {
                     b.topology.linked(i, j, nodes) && b.breaks.is_none_or(|l| l.contains(&(i, j)))
                 })
-                .fold(0, |m, j| m | 1 << j),
-            reboots: u32::from(b.reboots),
-            expiry: u32::from(b.expiry),
-            bad_update: [0; 7],
+                .collect(),
+            reboots: b.reboots,
+            expiry: b.expiry,
+            bad_update: None,
         }
     }
 
     /// The indices of this node's neighbours.
-    pub fn neighbours(&self) -> Vec<usize> {
-        self.indices(self.neighbours)
+    pub fn neighbours(&self) -> &[usize] {
+        &self.neighbours
     }
 
-    /// The node indices whose bits are set in `mask`.
-    fn indices(&self, mask: u32) -> Vec<usize> {
-        (0..self.nodes as usize)
-            .filter(|&j| mask & 1 << j != 0)
-            .collect()
-    }
-
-    /// The pending timers, in canonical order.
-    pub fn timers(&self) -> Vec<Timer> {
-        self.keys().iter().map(|&k| timer(k)).collect()
-    }
-
-    fn keys(&self) -> &[TimerKey] {
-        &self.timers[..self.n_timers as usize]
-    }
-
-    fn set(&mut self, t: Timer) {
-        let (k, n) = (key(t), self.n_timers as usize);
-        if let Err(at) = self.keys().binary_search(&k) {
-            assert!(n < MAX_TIMERS, "more than {MAX_TIMERS} timers pending");
-            self.timers.copy_within(at..n, at + 1);
-            self.timers[at] = k;
-            self.n_timers += 1;
-        }
-    }
-
-    fn cancel(&mut self, t: Timer) {
-        let (k, n) = (key(t), self.n_timers as usize);
-        if let Ok(at) = self.keys().binary_search(&k) {
-            self.timers.copy_within(at + 1..n, at);
-            self.timers[n - 1] = [0; 3];
-            self.n_timers -= 1;
-        }
+    /// The pending timers, in order (short ones first).
+    pub fn timers(&self) -> &BTreeSet<Timer> {
+        &self.timers
     }
 
     /// Whether timer `t` may expire now, given the network.
     fn may_fire(&self, t: Timer, in_flight: usize, net: &Network) -> bool {
-        let me = index_of(self.node.addr());
+        let me = self.node.addr();
         match t {
             Timer::RouteExpiry(_) | Timer::DiscoveryRetry(_) => true,
             // DELETE_PERIOD and PATH_DISCOVERY_TIME outlast every packet;
@@ -238,45 +189,60 @@ impl AodvNode {
             // learned through this node (ACTIVE_ROUTE_TIMEOUT is shorter,
             // and using such a route makes this node send a RERR).
             Timer::RreqSeen(..) => in_flight == 0,
-            Timer::RouteDelete(d) => in_flight == 0 && !net.routes_through(me, Some(index_of(d))),
+            Timer::RouteDelete(d) => in_flight == 0 && !net.routes_through(me, Some(d)),
             Timer::RebootWait => in_flight == 0 && !net.routes_through(me, None),
         }
     }
 
+    /// Tells the environment this node's valid next hops, if they changed.
     fn publish(&self, ctx: &mut Ctx<'_, Self>) {
-        let me = index_of(self.node.addr());
-        let mut row = [0u8; MAX_NODES];
-        for r in self.node.routes().iter().filter(|r| r.is_valid()) {
-            row[index_of(r.dest)] = index_of(r.next_hop) as u8 + 1;
+        let me = self.node.addr();
+        let row: HashMap<Addr, Addr> = self
+            .node
+            .routes()
+            .iter()
+            .filter(|r| r.is_valid())
+            .map(|r| (r.dest, r.next_hop))
+            .collect();
+        let published = ctx.shared().next_hops.get(&me);
+        if published.map_or(row.is_empty(), |p| *p == row) {
+            return;
         }
-        if ctx.shared().next[me] != row {
-            ctx.with_shared(|s| s.next[me] = row);
-        }
+        ctx.with_shared(|s| {
+            if row.is_empty() {
+                s.next_hops.remove(&me);
+            } else {
+                // A copy made here is allocated with the shared variables
+                // (in the environment's arena), not with this process.
+                s.next_hops.insert(me, row.clone());
+            }
+        });
     }
 
     fn apply(&mut self, actions: Vec<Action>, ctx: &mut Ctx<'_, Self>) {
         for a in actions {
             match a {
                 Action::Broadcast(m) => {
-                    let _ = ctx.multicast(self.neighbours(), Packet(m.encode()));
+                    let _ = ctx.multicast(self.neighbours.iter().copied(), Packet(m.encode()));
                 }
                 Action::Unicast(to, m) => {
                     // A node learns next hops only from neighbours it heard.
                     let to = index_of(to);
                     assert!(
-                        self.neighbours & 1 << to != 0,
+                        self.neighbours.contains(&to),
                         "{:?} unicasts to {:?}, which is not a neighbour",
                         self.node.addr(),
                         addr_of(to)
                     );
                     let _ = ctx.send(to, Packet(m.encode()));
                 }
-                Action::SetTimer(t, _) => self.set(t),
-                Action::CancelTimer(t) => self.cancel(t),
-                Action::CancelAllTimers => {
-                    self.timers = [[0; 3]; MAX_TIMERS];
-                    self.n_timers = 0;
+                Action::SetTimer(t, _) => {
+                    self.timers.insert(t);
                 }
+                Action::CancelTimer(t) => {
+                    self.timers.remove(&t);
+                }
+                Action::CancelAllTimers => self.timers.clear(),
                 Action::RouteFound(_) | Action::DiscoveryFailed(_) => {}
             }
         }
@@ -286,9 +252,9 @@ impl AodvNode {
     /// Destinations this node lacks a valid route to and is not already
     /// looking for.
     fn wanted(&self) -> Vec<Addr> {
-        (0..self.nodes as usize)
-            .filter(|&j| self.wants & 1 << j != 0)
-            .map(addr_of)
+        self.wants
+            .iter()
+            .map(|&j| addr_of(j))
             .filter(|&d| {
                 d != self.node.addr()
                     && self.node.routes().valid(d).is_none()
@@ -298,10 +264,11 @@ impl AodvNode {
     }
 
     fn short_timers(&self) -> Vec<Timer> {
-        self.timers()
-            .into_iter()
+        self.timers
+            .iter()
+            .copied()
             .filter(|t| match t {
-                Timer::RouteExpiry(_) => self.expiry != 0,
+                Timer::RouteExpiry(_) => self.expiry,
                 Timer::DiscoveryRetry(_) => true,
                 _ => false,
             })
@@ -309,15 +276,16 @@ impl AodvNode {
     }
 
     fn long_timers(&self, in_flight: usize, net: &Network) -> Vec<Timer> {
-        self.timers()
-            .into_iter()
+        self.timers
+            .iter()
+            .copied()
             .filter(|t| !matches!(t, Timer::RouteExpiry(_) | Timer::DiscoveryRetry(_)))
             .filter(|&t| self.may_fire(t, in_flight, net))
             .collect()
     }
 
     fn fire(&mut self, t: Timer, ctx: &mut Ctx<'_, Self>) {
-        self.cancel(t);
+        self.timers.remove(&t);
         self.drive(ctx, |n| n.timer_expired(t));
     }
 
@@ -329,32 +297,32 @@ impl AodvNode {
     /// implementation that accepts an equally long route breaks it without
     /// closing a loop, so the loop invariants alone cannot see it.)
     fn drive(&mut self, ctx: &mut Ctx<'_, Self>, event: impl FnOnce(&mut Node) -> Vec<Action>) {
-        let before = *self.node.routes();
+        let before = self.node.routes().clone();
         let actions = event(&mut self.node);
-        if self.bad_update[0] == 0 {
-            for new in self.node.routes().iter().filter(|r| r.is_valid()) {
-                let Some(old) = before.get(new.dest).filter(|o| o.is_valid()) else {
-                    continue;
-                };
-                let changed = (old.hops, old.next_hop) != (new.hops, new.next_hop);
-                if old.valid_seq
-                    && new.valid_seq
-                    && old.seq == new.seq
-                    && changed
-                    && new.hops >= old.hops
-                {
-                    self.bad_update = [
-                        1,
-                        new.dest.0,
-                        new.seq,
-                        u32::from(old.hops),
-                        old.next_hop.0,
-                        u32::from(new.hops),
-                        new.next_hop.0,
-                    ];
-                    break;
-                }
-            }
+        if self.bad_update.is_none() {
+            self.bad_update = self
+                .node
+                .routes()
+                .sorted()
+                .into_iter()
+                .filter(|new| new.is_valid())
+                .find_map(|new| {
+                    let old = before.valid(new.dest)?;
+                    let changed = (old.hops, old.next_hop) != (new.hops, new.next_hop);
+                    let breach = old.valid_seq
+                        && new.valid_seq
+                        && old.seq == new.seq
+                        && changed
+                        && new.hops >= old.hops;
+                    breach.then_some(BadUpdate {
+                        dest: new.dest,
+                        seq: new.seq,
+                        old_hops: old.hops,
+                        old_next_hop: old.next_hop,
+                        new_hops: new.hops,
+                        new_next_hop: new.next_hop,
+                    })
+                });
         }
         self.apply(actions, ctx);
     }
@@ -420,17 +388,16 @@ impl AodvNode {
     /// explored).
     #[handler(guard = Self::has_breakable_links)]
     fn link_break(&mut self, ctx: &mut Ctx<'_, Self>) {
-        let peers = self.indices(self.breakable);
-        let n = peers[cmc::choose(peers.len())];
+        let n = self.breakable[cmc::choose(self.breakable.len())];
         self.drive(ctx, |node| node.link_broken(addr_of(n)));
     }
 
     fn has_breakable_links(&self) -> bool {
-        self.breakable != 0
+        !self.breakable.is_empty()
     }
 
     fn may_reboot(&self) -> bool {
-        self.reboots != 0
+        self.reboots
     }
 
     /// Table 4.1: the node reboots and loses its state.
@@ -439,15 +406,25 @@ impl AodvNode {
         self.drive(ctx, |n| n.reboot());
     }
 
-    /// At most one entry per destination (and the table is sorted).
+    /// At most one entry per destination: every entry is filed under its
+    /// own destination.
     #[invariant]
     fn one_entry_per_destination(&self) -> Result<(), String> {
-        let dests: Vec<Addr> = self.node.routes().iter().map(|r| r.dest).collect();
-        if dests.windows(2).all(|w| w[0] < w[1]) {
-            Ok(())
-        } else {
-            Err(format!("{:?} has entries for {dests:?}", self.node.addr()))
+        let mut misfiled: Vec<(Addr, Addr)> = self
+            .node
+            .routes()
+            .entries()
+            .filter(|&(d, r)| d != r.dest)
+            .map(|(d, r)| (d, r.dest))
+            .collect();
+        if misfiled.is_empty() {
+            return Ok(());
         }
+        misfiled.sort_unstable();
+        Err(format!(
+            "{:?} files routes under other destinations (under, for): {misfiled:?}",
+            self.node.addr()
+        ))
     }
 
     /// §6.2: at an unchanged, known sequence number a valid route is
@@ -456,13 +433,17 @@ impl AodvNode {
     #[invariant]
     fn update_rule(&self) -> Result<(), String> {
         match self.bad_update {
-            [0, ..] => Ok(()),
-            [_, dest, seq, old_hops, old_next, new_hops, new_next] => Err(format!(
-                "{:?} replaced its route to {:?} (seq {seq}, hops {old_hops} via {:?}) by (seq {seq}, hops {new_hops} via {:?})",
+            None => Ok(()),
+            Some(b) => Err(format!(
+                "{:?} replaced its route to {:?} (seq {}, hops {} via {:?}) by (seq {}, hops {} via {:?})",
                 self.node.addr(),
-                Addr(dest),
-                Addr(old_next),
-                Addr(new_next)
+                b.dest,
+                b.seq,
+                b.old_hops,
+                b.old_next_hop,
+                b.seq,
+                b.new_hops,
+                b.new_next_hop
             )),
         }
     }
@@ -485,12 +466,12 @@ impl AodvNode {
     /// to another node has at least one hop.
     #[invariant]
     fn hop_count_bounds(&self) -> Result<(), String> {
-        for r in self.node.routes().iter() {
+        for r in self.node.routes().sorted() {
             if r.dest == self.node.addr() {
                 continue;
             }
             let ok = if r.is_valid() {
-                r.hops >= 1 && (r.hops as u32) < self.nodes
+                r.hops >= 1 && usize::from(r.hops) < self.nodes
             } else {
                 r.hops == INFINITY
             };
@@ -561,7 +542,8 @@ fn freshness(world: &World<'_, AodvNode>) -> Result<(), String> {
         for r in p
             .node
             .routes()
-            .iter()
+            .sorted()
+            .into_iter()
             .filter(|r| r.is_valid() && r.valid_seq)
         {
             if r.next_hop == r.dest {
@@ -689,7 +671,7 @@ pub fn show(p: &AodvNode) -> String {
     if n.is_waiting() {
         s.push_str(" WAITING");
     }
-    for r in n.routes().iter() {
+    for r in n.routes().sorted() {
         s.push_str(&format!(
             " | {:?}=({}{}, {}) via {:?}{}{:?}",
             r.dest,
@@ -698,7 +680,7 @@ pub fn show(p: &AodvNode) -> String {
             r.hops,
             r.next_hop,
             if r.is_valid() { "" } else { " INVALID" },
-            r.precursors()
+            r.precursors
         ));
     }
     s.push_str(&format!(" | timers {:?}", p.timers()));

@@ -52,23 +52,26 @@
 //! * §6.2: a route to the previous hop learned from any control message
 //!   keeps a known sequence number and becomes valid with hop count 1.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::consts::*;
 use crate::message::{Addr, Message, Rerr, Rrep, Rreq};
 use crate::seqno;
 use crate::table::{Route, RouteState, RouteTable};
 use crate::INFINITY;
 
-/// A deadline the host keeps for the node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A deadline the host keeps for the node. The short ones (which may end at
+/// any moment in the model) sort first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::StateHash)]
 pub enum Timer {
     /// A valid route's lifetime ends: it is invalidated.
     RouteExpiry(Addr),
+    /// A route discovery got no reply in time: retry or give up.
+    DiscoveryRetry(Addr),
     /// An invalid route's DELETE_PERIOD ends: it is deleted.
     RouteDelete(Addr),
     /// An (originator, RREQ ID) pair is forgotten (PATH_DISCOVERY_TIME).
     RreqSeen(Addr, u32),
-    /// A route discovery got no reply in time: retry or give up.
-    DiscoveryRetry(Addr),
     /// The reboot wait (DELETE_PERIOD, §6.13) ends.
     RebootWait,
 }
@@ -93,8 +96,7 @@ pub enum Action {
 }
 
 /// Node configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, cmc::StateHash)]
 pub struct Config {
     /// RREQ retries per discovery (RREQ_RETRIES).
     pub rreq_retries: u8,
@@ -114,31 +116,8 @@ impl Default for Config {
     }
 }
 
-/// A route discovery in progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[repr(C)]
-pub struct Discovery {
-    /// The destination sought.
-    pub dest: Addr,
-    /// Retries made so far.
-    pub retries: u32,
-}
-
-/// (Originator, RREQ ID) pairs remembered at most; when full, a new pair is
-/// not remembered (a later copy of that RREQ is then processed again, which
-/// the §6.2 update rule makes harmless).
-pub const MAX_SEEN: usize = 32;
-
-/// Discoveries in progress at most; further requests are ignored.
-pub const MAX_DISCOVERIES: usize = 8;
-
 /// An AODV node.
-///
-/// Its state is inline and padding-free (`repr(C)`, every word filled, free
-/// slots zeroed), so that equal states are equal bytes: cmc fingerprints
-/// memory, not values.
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
+#[derive(Clone, Debug, cmc::StateHash)]
 pub struct Node {
     addr: Addr,
     seq: u32,
@@ -146,12 +125,11 @@ pub struct Node {
     config: Config,
     waiting: bool,
     routes: RouteTable,
-    /// (originator, RREQ ID) pairs seen recently, sorted.
-    seen: [(Addr, u32); MAX_SEEN],
-    n_seen: u32,
-    /// Discoveries in progress, sorted by destination.
-    discoveries: [Discovery; MAX_DISCOVERIES],
-    n_discoveries: u32,
+    /// (originator, RREQ ID) pairs seen within PATH_DISCOVERY_TIME.
+    seen: HashSet<(Addr, u32)>,
+    /// Discoveries in progress: the destination and the retries made so
+    /// far.
+    discoveries: HashMap<Addr, u32>,
 }
 
 /// The hop count after one more hop, or `None` when it would reach
@@ -174,10 +152,8 @@ impl Node {
             rreq_id: 0,
             waiting: false,
             routes: RouteTable::default(),
-            seen: [(Addr(0), 0); MAX_SEEN],
-            n_seen: 0,
-            discoveries: [Discovery::default(); MAX_DISCOVERIES],
-            n_discoveries: 0,
+            seen: HashSet::new(),
+            discoveries: HashMap::new(),
         }
     }
 
@@ -206,49 +182,19 @@ impl Node {
         &self.routes
     }
 
-    /// Discoveries in progress.
-    pub fn discoveries(&self) -> &[Discovery] {
-        &self.discoveries[..self.n_discoveries as usize]
+    /// Discoveries in progress, with the retries each has made.
+    pub fn discoveries(&self) -> &HashMap<Addr, u32> {
+        &self.discoveries
     }
 
     /// Whether a discovery for `dest` is in progress.
     pub fn discovering(&self, dest: Addr) -> bool {
-        self.discoveries().iter().any(|d| d.dest == dest)
+        self.discoveries.contains_key(&dest)
     }
 
     /// The (originator, RREQ ID) pairs remembered.
-    pub fn seen(&self) -> &[(Addr, u32)] {
-        &self.seen[..self.n_seen as usize]
-    }
-
-    fn is_seen(&self, orig: Addr, id: u32) -> bool {
-        self.seen().binary_search(&(orig, id)).is_ok()
-    }
-
-    fn forget(&mut self, orig: Addr, id: u32) {
-        let n = self.n_seen as usize;
-        if let Ok(i) = self.seen().binary_search(&(orig, id)) {
-            self.seen.copy_within(i + 1..n, i);
-            self.seen[n - 1] = (Addr(0), 0);
-            self.n_seen -= 1;
-        }
-    }
-
-    fn add_discovery(&mut self, dest: Addr) {
-        let n = self.n_discoveries as usize;
-        if n < MAX_DISCOVERIES {
-            let at = self.discoveries().partition_point(|d| d.dest < dest);
-            self.discoveries.copy_within(at..n, at + 1);
-            self.discoveries[at] = Discovery { dest, retries: 0 };
-            self.n_discoveries += 1;
-        }
-    }
-
-    fn end_discovery(&mut self, i: usize) {
-        let n = self.n_discoveries as usize;
-        self.discoveries.copy_within(i + 1..n, i);
-        self.discoveries[n - 1] = Discovery::default();
-        self.n_discoveries -= 1;
+    pub fn seen(&self) -> &HashSet<(Addr, u32)> {
+        &self.seen
     }
 
     /// The application wants a route to `dest` (§6.3). Starts a discovery
@@ -260,7 +206,6 @@ impl Node {
             || dest == self.addr
             || self.routes.valid(dest).is_some()
             || self.discovering(dest)
-            || self.n_discoveries as usize == MAX_DISCOVERIES
         {
             return out;
         }
@@ -268,7 +213,7 @@ impl Node {
         // originating a route discovery.
         self.seq = seqno::increment(self.seq);
         self.send_rreq(dest, &mut out);
-        self.add_discovery(dest);
+        self.discoveries.insert(dest, 0);
         out.push(Action::SetTimer(
             Timer::DiscoveryRetry(dest),
             NET_TRAVERSAL_TIME,
@@ -297,15 +242,7 @@ impl Node {
     }
 
     fn remember(&mut self, orig: Addr, id: u32, out: &mut Vec<Action>) {
-        let n = self.n_seen as usize;
-        if let Err(at) = self.seen().binary_search(&(orig, id)) {
-            if n == MAX_SEEN {
-                return;
-            }
-            self.seen.copy_within(at..n, at + 1);
-            self.seen[at] = (orig, id);
-            self.n_seen += 1;
-        }
+        self.seen.insert((orig, id));
         out.push(Action::SetTimer(
             Timer::RreqSeen(orig, id),
             PATH_DISCOVERY_TIME,
@@ -352,14 +289,13 @@ impl Node {
 
     fn touch_neighbour(&mut self, n: Addr, out: &mut Vec<Action>) {
         let route = match self.routes.get(n) {
-            Some(r) => {
-                let mut r = *r;
-                r.state = RouteState::Valid;
-                r.hops = 1;
-                r.next_hop = n;
-                r.lifetime = ACTIVE_ROUTE_TIMEOUT;
-                r
-            }
+            Some(r) => Route {
+                state: RouteState::Valid,
+                hops: 1,
+                next_hop: n,
+                lifetime: ACTIVE_ROUTE_TIMEOUT,
+                ..r.clone()
+            },
             None => Route::new(n, 0, false, RouteState::Valid, 1, n, ACTIVE_ROUTE_TIMEOUT),
         };
         self.install(route, out);
@@ -368,9 +304,7 @@ impl Node {
     /// Puts a valid route in the table and arms its expiry.
     fn install(&mut self, route: Route, out: &mut Vec<Action>) {
         let (dest, lifetime) = (route.dest, route.lifetime);
-        if !self.routes.put(route) {
-            return;
-        }
+        self.routes.put(route);
         out.push(Action::CancelTimer(Timer::RouteDelete(dest)));
         out.push(Action::SetTimer(Timer::RouteExpiry(dest), lifetime));
     }
@@ -412,14 +346,14 @@ impl Node {
         if !self.is_better(dest, seq, hops, msg_hops) {
             return false;
         }
-        let old = self.routes.get(dest).copied();
+        let old = self.routes.get(dest).cloned();
         #[allow(unused_mut)]
         let mut hops = hops;
         // Seeded bug: an invalid entry with the same sequence number is
         // revalidated in place by adding the new hop to its stored hop
         // count, which is INFINITY and wraps to 0.
         #[cfg(feature = "bug-hopcount-overflow")]
-        if let Some(r) = old.filter(|r| !r.is_valid() && r.seq == seq) {
+        if let Some(r) = old.as_ref().filter(|r| !r.is_valid() && r.seq == seq) {
             hops = r.hops.wrapping_add(1);
         }
         // The precursors stay (§6.2 says nothing of dropping them).
@@ -436,12 +370,12 @@ impl Node {
             None => Route::new(dest, seq, true, RouteState::Valid, hops, next_hop, lifetime),
         };
         self.install(route, out);
-        self.routes.get(dest).is_some()
+        true
     }
 
     /// §6.5: a route request.
     fn on_rreq(&mut self, from: Addr, q: Rreq, out: &mut Vec<Action>) {
-        if q.orig == self.addr || self.is_seen(q.orig, q.rreq_id) {
+        if q.orig == self.addr || self.seen.contains(&(q.orig, q.rreq_id)) {
             return;
         }
         self.remember(q.orig, q.rreq_id, out);
@@ -454,7 +388,7 @@ impl Node {
         self.update_route(q.orig, q.orig_seq, hops, q.hop_count, from, lifetime, out);
         // Reading: no valid route back means no reply is possible and the
         // request is older than what this node knows: drop it.
-        let Some(rev) = self.routes.valid(q.orig).copied() else {
+        let Some(rev) = self.routes.valid(q.orig).cloned() else {
             return;
         };
         if self.waiting {
@@ -482,9 +416,9 @@ impl Node {
         // §6.6.2: an intermediate node replies from an active route whose
         // sequence number is known and at least the requested one.
         #[cfg(not(feature = "bug-invalid-route-reply"))]
-        let fwd = self.routes.valid(q.dest).copied();
+        let fwd = self.routes.valid(q.dest).cloned();
         #[cfg(feature = "bug-invalid-route-reply")]
-        let fwd = self.routes.get(q.dest).copied();
+        let fwd = self.routes.get(q.dest).cloned();
         if let Some(fwd) = fwd.filter(|f| {
             !q.dest_only && f.valid_seq && (q.unknown_seq || !seqno::newer(q.dest_seq, f.seq))
         }) {
@@ -500,10 +434,10 @@ impl Node {
             };
             out.push(Action::Unicast(rev.next_hop, Message::Rrep(p)));
             if let Some(f) = self.routes.get_mut(q.dest) {
-                f.add_precursor(rev.next_hop);
+                f.precursors.insert(rev.next_hop);
             }
             if let Some(r) = self.routes.get_mut(q.orig) {
-                r.add_precursor(fwd.next_hop);
+                r.precursors.insert(fwd.next_hop);
             }
             if q.gratuitous {
                 // §6.6.3: tell the destination the route to the originator.
@@ -560,13 +494,13 @@ impl Node {
         // RREP finds none.
         #[cfg(feature = "bug-reboot-null-route")]
         if p.orig != self.addr && (updated || current) {
-            let rev = self
+            let rev_next_hop = self
                 .routes
                 .get(p.orig)
-                .copied()
-                .expect("the reverse route to the RREP's originator exists");
+                .expect("the reverse route to the RREP's originator exists")
+                .next_hop;
             if let Some(f) = self.routes.get_mut(p.dest) {
-                f.add_precursor(rev.next_hop);
+                f.precursors.insert(rev_next_hop);
             }
         }
         if self.waiting {
@@ -576,12 +510,9 @@ impl Node {
             out.push(Action::Unicast(from, Message::RrepAck));
         }
         if p.orig == self.addr {
-            if current {
-                if let Some(i) = self.discoveries().iter().position(|d| d.dest == p.dest) {
-                    self.end_discovery(i);
-                    out.push(Action::CancelTimer(Timer::DiscoveryRetry(p.dest)));
-                    out.push(Action::RouteFound(p.dest));
-                }
+            if current && self.discoveries.remove(&p.dest).is_some() {
+                out.push(Action::CancelTimer(Timer::DiscoveryRetry(p.dest)));
+                out.push(Action::RouteFound(p.dest));
             }
             return;
         }
@@ -589,20 +520,19 @@ impl Node {
             return;
         }
         // Forward towards the originator along the reverse route.
-        let rev = self.routes.valid(p.orig).copied();
-        let Some(rev) = rev else {
+        let Some(rev_next_hop) = self.routes.valid(p.orig).map(|r| r.next_hop) else {
             return;
         };
         let fp = Rrep {
             hop_count: hops,
             ..p
         };
-        out.push(Action::Unicast(rev.next_hop, Message::Rrep(fp)));
+        out.push(Action::Unicast(rev_next_hop, Message::Rrep(fp)));
         if let Some(f) = self.routes.get_mut(p.dest) {
-            f.add_precursor(rev.next_hop);
+            f.precursors.insert(rev_next_hop);
         }
         if let Some(r) = self.routes.get_mut(p.orig) {
-            r.add_precursor(from);
+            r.precursors.insert(from);
         }
     }
 
@@ -615,7 +545,7 @@ impl Node {
         r.seq = seq;
         r.state = RouteState::Invalid;
         r.hops = INFINITY;
-        let precursors = r.take_precursors();
+        let precursors = std::mem::take(&mut r.precursors).into_iter().collect();
         out.push(Action::CancelTimer(Timer::RouteExpiry(dest)));
         out.push(Action::SetTimer(Timer::RouteDelete(dest), DELETE_PERIOD));
         precursors
@@ -674,9 +604,11 @@ impl Node {
     /// through it is invalidated with its sequence number incremented.
     pub fn link_broken(&mut self, n: Addr) -> Vec<Action> {
         let mut out = Vec::new();
+        // By destination, so that the RERR lists them in a fixed order.
         let dests: Vec<(Addr, u32, bool)> = self
             .routes
-            .iter()
+            .sorted()
+            .into_iter()
             .filter(|r| r.is_valid() && r.next_hop == n)
             .map(|r| (r.dest, r.seq, r.valid_seq))
             .collect();
@@ -712,22 +644,22 @@ impl Node {
                 }
             }
             Timer::RreqSeen(o, id) => {
-                self.forget(o, id);
+                self.seen.remove(&(o, id));
             }
             Timer::DiscoveryRetry(d) => {
-                let Some(i) = self.discoveries().iter().position(|x| x.dest == d) else {
+                let Some(&retries) = self.discoveries.get(&d) else {
                     return out;
                 };
                 if self.routes.valid(d).is_some() {
-                    self.end_discovery(i);
+                    self.discoveries.remove(&d);
                     out.push(Action::RouteFound(d));
-                } else if self.discoveries[i].retries < u32::from(self.config.rreq_retries) {
-                    self.discoveries[i].retries += 1;
-                    let wait = NET_TRAVERSAL_TIME << self.discoveries[i].retries;
+                } else if retries < u32::from(self.config.rreq_retries) {
+                    self.discoveries.insert(d, retries + 1);
+                    let wait = NET_TRAVERSAL_TIME << (retries + 1);
                     self.send_rreq(d, &mut out);
                     out.push(Action::SetTimer(Timer::DiscoveryRetry(d), wait));
                 } else {
-                    self.end_discovery(i);
+                    self.discoveries.remove(&d);
                     out.push(Action::DiscoveryFailed(d));
                 }
             }

@@ -1,7 +1,7 @@
 //! cmc checks of the registered models and of every seeded bug (release
 //! builds: `cargo test --release --features bug-...`).
 
-use aodv::model::{aodv, AodvNode, Bounds, SMALL};
+use aodv::model::{aodv, AodvNode, Bounds};
 use cmc::{Strategy, Verdict, ViolationKind};
 
 #[global_allocator]
@@ -82,7 +82,7 @@ mod clean {
 
     #[test]
     fn three_nodes_have_no_violation_to_depth_9() {
-        let r = run(SMALL, 9);
+        let r = run(aodv::model::SMALL, 9);
         assert_eq!(r.verdict, Verdict::Bounded);
     }
 
@@ -102,19 +102,31 @@ mod clean {
 #[cfg(feature = "bug-invalid-route-reply")]
 #[test]
 fn invalid_route_reply_sends_an_infinite_hop_count() {
-    expect("message_sanity", ViolationKind::Invariant, SMALL, 8, 6);
+    expect(
+        "message_sanity",
+        ViolationKind::Invariant,
+        aodv::model::SMALL,
+        8,
+        6,
+    );
 }
 
 #[cfg(feature = "bug-reboot-null-route")]
 #[test]
 fn an_old_rrep_after_a_reboot_panics() {
-    expect("receive", ViolationKind::Panic, SMALL, 8, 5);
+    expect("receive", ViolationKind::Panic, aodv::model::SMALL, 8, 5);
 }
 
 #[cfg(feature = "bug-hopcount-overflow")]
 #[test]
 fn an_infinite_hop_count_wraps_to_zero() {
-    expect("hop_count_bounds", ViolationKind::Invariant, SMALL, 10, 9);
+    expect(
+        "hop_count_bounds",
+        ViolationKind::Invariant,
+        aodv::model::SMALL,
+        10,
+        9,
+    );
 }
 
 #[cfg(feature = "bug-linkbreak-no-increment")]
@@ -122,7 +134,13 @@ fn an_infinite_hop_count_wraps_to_zero() {
 fn a_link_break_without_increment_makes_a_loop() {
     // The looping route's hop count (3 in a 3-node network) is caught by the
     // per-process hop-count check in the same state as the loop.
-    expect("hop_count_bounds", ViolationKind::Invariant, SMALL, 8, 8);
+    expect(
+        "hop_count_bounds",
+        ViolationKind::Invariant,
+        aodv::model::SMALL,
+        8,
+        8,
+    );
 }
 
 #[cfg(feature = "bug-rerr-seqno")]

@@ -2,6 +2,8 @@
 //! (b hears a and d; a and d do not hear each other), on a tiny in-memory
 //! network that delivers packets in order.
 
+use std::collections::BTreeSet;
+
 use aodv::{Action, Addr, Config, Message, Node, RouteState, Timer, INFINITY};
 
 const A: Addr = Addr::new(10, 0, 0, 1);
@@ -92,12 +94,15 @@ fn discovery_then_link_break() {
     assert!(log.iter().any(|(f, t, m)| *f == B
         && *t == A
         && matches!(m, Message::Rrep(p) if p.dest == D && p.hop_count == 1)));
-    let r = *net.node(A).routes().valid(D).unwrap();
+    let r = net.node(A).routes().valid(D).unwrap().clone();
     assert_eq!((r.next_hop, r.hops, r.seq), (B, 2, 1));
     assert!(net.node(A).discoveries().is_empty());
     // b has a reverse route to a, and each side lists the other as precursor.
     assert_eq!(net.node(B).routes().valid(A).unwrap().hops, 1);
-    assert_eq!(net.node(B).routes().get(D).unwrap().precursors(), &[A]);
+    assert_eq!(
+        net.node(B).routes().get(D).unwrap().precursors,
+        BTreeSet::from([A])
+    );
 
     // Fig. 4.4: the link b–d breaks; b invalidates with seq + 1 and tells a.
     net.links.retain(|&l| l != (B, D));
@@ -110,7 +115,7 @@ fn discovery_then_link_break() {
                 && matches!(m, Message::Rerr(e) if e.unreachable == vec![(D, 2)]))
     );
     for n in [A, B] {
-        let r = *net.node(n).routes().get(D).unwrap();
+        let r = net.node(n).routes().get(D).unwrap().clone();
         assert_eq!((r.state, r.seq, r.hops), (RouteState::Invalid, 2, INFINITY));
     }
     assert!(net.timers.contains(&(A, Timer::RouteDelete(D))));
