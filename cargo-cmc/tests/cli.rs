@@ -197,11 +197,22 @@ fn the_json_result_object_has_every_promised_field() {
             "max_depth",
             "elapsed_s",
             "violations",
-            "fingerprint"
+            "fingerprint",
+            "sources"
         ]
     );
-    // The fixture's process type does not implement Hash.
-    assert_eq!(result["fingerprint"], "heap");
+    // One entry per role with state (the fixture shares nothing), each
+    // with the source of identity the check used: the process type derives
+    // only Debug; its messages are u8, which cmc implements StateHash for.
+    assert_eq!(
+        result["sources"],
+        serde_json::json!([
+            {"role": "process", "type": "fixture_violating::Node", "source": "debug"},
+            {"role": "message", "type": "u8", "source": "state"},
+        ])
+    );
+    // The process type's source of identity.
+    assert_eq!(result["fingerprint"], "debug");
     // `--model two_messages` matches both models; the last result is the
     // FIFO one, which passes. Take the violating one from the first result.
     let out = run(

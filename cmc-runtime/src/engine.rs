@@ -837,7 +837,13 @@ impl<'m, P: Process> Engine<'m, P> {
     }
 
     /// Runs one event on the loaded state with a choice script.
-    fn run(&mut self, e: Event, script: Vec<usize>, describe: bool) -> Outcome {
+    fn run(&mut self, e: Event, script: Vec<usize>, describe: bool, pre: StateId) -> Outcome {
+        // What the thread RNG draws is a function of the state and the
+        // event (identity::random).
+        if crate::identity::random::enabled() {
+            let key = self.seed_key(pre, e, &script);
+            crate::identity::random::seed_for(key);
+        }
         begin_run(Run {
             script,
             describe,
@@ -894,6 +900,25 @@ impl<'m, P: Process> Engine<'m, P> {
             sent: run.sent,
             global_error,
         }
+    }
+
+    /// The seed of the randomness a transition draws: the pre-state's
+    /// fingerprint by a pure function of it (its identity by value, or its
+    /// bytes when the search's identity is the canonical heap, whose
+    /// canonical addresses depend on the search's history), the event and
+    /// the choice script.
+    fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize]) -> u128 {
+        use std::hash::{Hash, Hasher};
+        let base = match self.fp.process {
+            Chosen::Heap | Chosen::Bytes => self.mem.fingerprint(pre).0,
+            _ => self.state_fingerprint(pre).map_or(0, |f| f.0),
+        };
+        let _sys = system_scope();
+        let mut h = StateHasher::default();
+        h.write_u128(base);
+        (e.actor, e.handler).hash(&mut h);
+        script.hash(&mut h);
+        h.finish128()
     }
 
     fn run_environment(&mut self, event: usize) {
@@ -1160,9 +1185,12 @@ impl<'m, P: Process> Engine<'m, P> {
             .map_or_else(|_| String::new(), hex);
         let mut out = Vec::with_capacity(steps.len());
         let mut last_failed = false;
+        // The state each step starts from, kept until the next one is
+        // captured.
+        let mut pre = self.initial;
         for step in steps {
             let before = self.show(step.event.actor);
-            let outcome = self.run(step.event, step.choices.clone(), true);
+            let outcome = self.run(step.event, step.choices.clone(), true, pre);
             let (fingerprint, after) =
                 if outcome.panic.is_some() || self.mem.take_exhaustion().is_some() {
                     last_failed = true;
@@ -1172,7 +1200,10 @@ impl<'m, P: Process> Engine<'m, P> {
                     let print = self
                         .trace_fingerprint(&mut fp, s)
                         .map_or_else(|_| String::new(), hex);
-                    self.mem.release(s);
+                    if pre != self.initial {
+                        self.mem.release(pre);
+                    }
+                    pre = s;
                     (print, self.show(step.event.actor))
                 };
             out.push(self.describe_step(
@@ -1198,6 +1229,9 @@ impl<'m, P: Process> Engine<'m, P> {
             names
         };
         fp.release(&mut self.mem);
+        if pre != self.initial {
+            self.mem.release(pre);
+        }
         Trace {
             version: TRACE_VERSION,
             model: self.model.name.clone(),
@@ -1221,6 +1255,39 @@ fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
     let mut script: Vec<usize> = taken[..i].iter().map(|&(v, _)| v).collect();
     script.push(taken[i].0 + 1);
     Some(script)
+}
+
+/// Where two renderings of a process (its `Debug`, pretty or not) first
+/// differ: the enclosing fields and the two lines, as "in `a.b`: `x`
+/// against `y`".
+fn first_difference(a: &str, b: &str) -> Option<String> {
+    let mut path: Vec<String> = Vec::new();
+    for (x, y) in a.lines().zip(b.lines()) {
+        let (tx, ty) = (x.trim(), y.trim());
+        if tx != ty {
+            let field = tx.split_once(": ").map(|(k, _)| k.to_string());
+            let mut at: Vec<String> = path.clone();
+            at.extend(field);
+            let place = if at.is_empty() {
+                String::new()
+            } else {
+                format!("in `{}`: ", at.join("."))
+            };
+            let (tx, ty) = (tx.trim_end_matches(','), ty.trim_end_matches(','));
+            return Some(format!("{place}`{tx}` against `{ty}`"));
+        }
+        if tx.starts_with(['}', ']', ')']) {
+            path.pop();
+        }
+        if tx.ends_with(['{', '[', '(']) {
+            let key = tx.split_once(": ").map_or_else(
+                || tx.trim_end_matches(['{', '[', '(', ' ']).to_string(),
+                |(k, _)| k.to_string(),
+            );
+            path.push(key);
+        }
+    }
+    (a.lines().count() != b.lines().count()).then(|| "in its length".to_string())
 }
 
 /// A search in progress.
@@ -1405,7 +1472,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// the choices it made as (value, range).
     fn transition(&mut self, item: &Item, event: Event, script: Vec<usize>) -> Vec<(usize, usize)> {
         let e = &mut *self.engine;
-        let outcome = e.run(event, script, false);
+        let outcome = e.run(event, script, false, item.state);
         let ranges = outcome.ranges.clone();
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error {
@@ -1458,17 +1525,72 @@ impl<P: Process> Search<'_, '_, P> {
             // Run it again and compare by the search's own identity (bytes
             // may differ where meaning does not: a map's random keys).
             e.mem.restore(item.state);
-            let again = e.run(event, outcome.taken.clone(), false);
-            let differs = again.panic.is_some() || e.mem.take_exhaustion().is_some() || {
+            let globals = e.globals.snapshot();
+            let again = e.run(event, outcome.taken.clone(), false, item.state);
+            let written = e.globals.written_since(&globals);
+            let mut cause = Vec::new();
+            let differs = if let Some((m, _)) = &again.panic {
+                cause.push(format!("the second run panicked: {m}"));
+                true
+            } else if e.mem.take_exhaustion().is_some() {
+                cause.push("the second run ran out of arena memory".to_string());
+                true
+            } else {
                 let s2 = e.mem.capture();
                 let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
+                if !same && event.actor != ENV {
+                    let second = e.show(event.actor);
+                    e.mem.restore(succ);
+                    let first = e.show(event.actor);
+                    if let (Some(a), Some(b)) = (first, second) {
+                        cause.push(match first_difference(&a, &b) {
+                            Some(d) => format!("its state differs {d}"),
+                            None => "its own state is the same; what it sent or the shared \
+                                     variables differ"
+                                .to_string(),
+                        });
+                    }
+                }
                 e.mem.release(s2);
                 !same
             };
             if differs {
+                // Other threads of the program write globals too: keep those
+                // a third run writes again.
+                let mut written = written;
+                if !written.is_empty() {
+                    e.mem.restore(item.state);
+                    let globals = e.globals.snapshot();
+                    let _ = e.run(event, outcome.taken.clone(), false, item.state);
+                    let _ = e.mem.take_exhaustion();
+                    let again = e.globals.written_since(&globals);
+                    written.retain(|w| again.contains(w));
+                }
+                if !written.is_empty() {
+                    cause.insert(
+                        0,
+                        format!(
+                            "it wrote {} {}, which no state holds",
+                            if written.len() == 1 {
+                                "the global"
+                            } else {
+                                "the globals"
+                            },
+                            written.join(", ")
+                        ),
+                    );
+                } else {
+                    cause.push(
+                        "it wrote no global of the program: look for files, sockets, threads, \
+                         OsRng or getrandom"
+                            .to_string(),
+                    );
+                }
                 let message = format!(
-                    "{}'s handler gave different successors when run twice from the same state",
-                    e.actor_name(event.actor)
+                    "{}'s handler gave different successors when run twice from the same \
+                     state: {}",
+                    e.actor_name(event.actor),
+                    cause.join("; ")
                 );
                 let mut steps = e.path(item.node);
                 steps.push(step);
@@ -1646,6 +1768,8 @@ pub(crate) fn replay<P: Process>(
         });
     }
     let count = e.roots.len();
+    // The state each step starts from (see `Engine::build_trace`).
+    let mut pre = e.initial;
     for (k, step) in trace.steps.iter().enumerate() {
         let actor = match step.process {
             Some(p) if p < count => p,
@@ -1683,7 +1807,7 @@ pub(crate) fn replay<P: Process>(
         isolate::record(|| vec![isolate::REPLAYING, (k + 1) as u64]);
         let stepping = crate::progress::stepping();
         let before = if stepping { e.show(actor) } else { None };
-        let outcome = e.run(event, step.choices.clone(), stepping);
+        let outcome = e.run(event, step.choices.clone(), stepping, pre);
         if let Some(m) = outcome.global_error.clone() {
             return Err(CheckError::Model(m));
         }
@@ -1713,7 +1837,10 @@ pub(crate) fn replay<P: Process>(
         let (print, failure) = if failure.is_none() {
             let s = e.mem.capture();
             let print = e.trace_fingerprint(&mut fp, s);
-            e.mem.release(s);
+            if pre != e.initial {
+                e.mem.release(pre);
+            }
+            pre = s;
             match print {
                 Ok(f) => (hex(f), None),
                 Err(record) => (String::new(), Some(record)),

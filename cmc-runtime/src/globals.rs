@@ -27,7 +27,6 @@
 //! stores memory it allocated; cmc cannot see into the system heap.
 
 use std::collections::HashSet;
-use std::ffi::CStr;
 
 use crate::memory::{ArenaId, Memory};
 
@@ -48,6 +47,28 @@ pub(crate) struct Globals {
     allocations: u64,
     /// The globals moved out of arenas so far, by name.
     pub(crate) moved: Vec<String>,
+}
+
+/// `ranges` without `holes` (both `[start, end)`; `holes` sorted), each
+/// piece 8-byte aligned.
+fn subtract(ranges: &[(usize, usize)], holes: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for &(start, end) in ranges {
+        let mut at = start;
+        for &(hs, he) in holes.iter().filter(|&&(hs, he)| he > start && hs < end) {
+            if hs > at {
+                out.push((at, hs));
+            }
+            at = at.max(he);
+        }
+        if at < end {
+            out.push((at, end));
+        }
+    }
+    out.into_iter()
+        .map(|(s, e)| (s.next_multiple_of(8), e & !7))
+        .filter(|(s, e)| s < e)
+        .collect()
 }
 
 /// A global word that points into an arena.
@@ -78,7 +99,6 @@ impl Globals {
         struct Found {
             ranges: Vec<(usize, usize)>,
             bias: usize,
-            tls: Option<(usize, usize)>,
         }
         unsafe extern "C" fn each(
             info: *mut libc::dl_phdr_info,
@@ -118,10 +138,6 @@ impl Globals {
                         found.ranges.push((start.next_multiple_of(8), end & !7));
                     }
                 }
-                if p.p_type == libc::PT_TLS && !info.dlpi_tls_data.is_null() {
-                    let start = info.dlpi_tls_data as usize;
-                    found.tls = Some((start, start + p.p_memsz as usize));
-                }
             }
             found.bias = bias;
             1 // Stop: only the executable.
@@ -129,17 +145,26 @@ impl Globals {
         let mut found = Found {
             ranges: Vec::new(),
             bias: 0,
-            tls: None,
         };
         // SAFETY: `each` matches the callback type and only reads the
         // headers for the duration of the call.
         unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut libc::c_void) };
-        if let Some((s, e)) = found.tls {
+        let tls = crate::identity::layout::exe_tls_block();
+        if let Some((s, e)) = tls {
             found.ranges.push((s.next_multiple_of(8), e & !7));
         }
-        self.ranges = found.ranges;
+        // Not cmc's own globals (`symbols::own_globals`).
+        let mut own: Vec<(usize, usize)> = crate::symbols::own_globals()
+            .iter()
+            .filter_map(|&(in_tls, value, size)| {
+                let base = if in_tls { tls?.0 } else { found.bias };
+                Some((base + value, base + value + size))
+            })
+            .collect();
+        own.sort_unstable();
+        self.ranges = subtract(&found.ranges, &own);
         self.load_bias = found.bias;
-        self.tls_block = found.tls;
+        self.tls_block = tls;
     }
 
     /// Every global word that points into an arena (the baseline's
@@ -267,17 +292,12 @@ impl Globals {
             let mut global = vec![false; blocks.len()];
             let mut stack: Vec<usize> = Vec::new();
             for h in hits.iter().filter(|h| arena_of(h.value) == Some(arena)) {
-                match find(h.value) {
-                    Some(i) if !global[i] => {
+                // A word that points at no live object is no reference: a
+                // dead byte (the payload of a `None`, a value moved out).
+                if let Some(i) = find(h.value) {
+                    if !global[i] {
                         global[i] = true;
                         stack.push(i);
-                    }
-                    Some(_) => {}
-                    None => {
-                        return Err(blame(format!(
-                            "it points at {:#x}, which is no live object",
-                            h.value
-                        )))
                     }
                 }
             }
@@ -377,12 +397,53 @@ impl Globals {
 
     /// The name of the global (or thread-local) holding `word`, from the
     /// executable's symbol table, or its address.
+    /// The words of the program's writable data and this thread's TLS
+    /// block (cmc's own globals excepted), to tell which globals a run of
+    /// user code wrote.
+    pub(crate) fn snapshot(&self) -> Vec<usize> {
+        let mut words = Vec::new();
+        for &(start, end) in &self.ranges {
+            for w in (start..end).step_by(8) {
+                // SAFETY: the range is mapped, readable data of this program,
+                // 8-byte aligned (see `scan`).
+                words.push(unsafe { std::ptr::read_volatile(w as *const usize) });
+            }
+        }
+        words
+    }
+
+    /// The globals whose words differ from `before` (a [`Self::snapshot`]),
+    /// by name, except the words cmc itself sets before each transition.
+    pub(crate) fn written_since(&self, before: &[usize]) -> Vec<String> {
+        let controlled = crate::identity::random::controlled_words();
+        let mut names: Vec<String> = Vec::new();
+        let mut k = 0;
+        for &(start, end) in &self.ranges {
+            for w in (start..end).step_by(8) {
+                // SAFETY: as in `snapshot`.
+                let now = unsafe { std::ptr::read_volatile(w as *const usize) };
+                if before.get(k).is_some_and(|&b| b != now) && !controlled.contains(&w) {
+                    let name = self.name(w);
+                    let name = match name.find("` (+") {
+                        Some(i) => name[..=i].to_string(),
+                        None => name,
+                    };
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                k += 1;
+            }
+        }
+        names
+    }
+
     fn name(&self, word: usize) -> String {
         let (value, tls) = match self.tls_block {
             Some((s, e)) if word >= s && word < e => (word - s, true),
             _ => (word - self.load_bias, false),
         };
-        symbol_at(value, tls).map_or_else(
+        crate::symbols::symbol_at(value, tls).map_or_else(
             || format!("at {word:#x}"),
             |(name, off)| {
                 if off == 0 {
@@ -392,99 +453,5 @@ impl Globals {
                 }
             },
         )
-    }
-}
-
-/// The symbol of the executable's symbol table that contains `value` (an
-/// address relative to the load bias, or an offset in the TLS segment
-/// when `tls`), demangled, with the offset into it.
-fn symbol_at(value: usize, tls: bool) -> Option<(String, usize)> {
-    let exe = std::fs::read("/proc/self/exe").ok()?;
-    let u16_at = |o: usize| Some(u16::from_le_bytes(exe.get(o..o + 2)?.try_into().ok()?));
-    let u32_at = |o: usize| Some(u32::from_le_bytes(exe.get(o..o + 4)?.try_into().ok()?));
-    let u64_at = |o: usize| Some(u64::from_le_bytes(exe.get(o..o + 8)?.try_into().ok()?) as usize);
-    if exe.get(..5)? != b"\x7fELF\x02" {
-        return None;
-    }
-    let shoff = u64_at(0x28)?;
-    let shentsize = u16_at(0x3a)? as usize;
-    let shnum = u16_at(0x3c)? as usize;
-    let section = |i: usize| shoff + i * shentsize;
-    for i in 0..shnum {
-        let sh = section(i);
-        if u32_at(sh + 4)? != 2 {
-            continue; // Not SHT_SYMTAB.
-        }
-        let (off, size, link, entsize) = (
-            u64_at(sh + 0x18)?,
-            u64_at(sh + 0x20)?,
-            u32_at(sh + 0x28)? as usize,
-            u64_at(sh + 0x38)?.max(24),
-        );
-        let strtab = u64_at(section(link) + 0x18)?;
-        for k in 0..size / entsize {
-            let sym = off + k * entsize;
-            let kind = exe.get(sym + 4)? & 0xf;
-            let wanted = if tls { 6 } else { 1 }; // STT_TLS, STT_OBJECT
-            let (start, len) = (u64_at(sym + 8)?, u64_at(sym + 16)?);
-            if kind == wanted && value >= start && value < start + len.max(1) {
-                let name_at = strtab + u32_at(sym)? as usize;
-                let name = CStr::from_bytes_until_nul(exe.get(name_at..)?).ok()?;
-                return Some((demangle(&name.to_string_lossy()), value - start));
-            }
-        }
-    }
-    None
-}
-
-/// A Rust symbol (legacy mangling) as a path, without its hash; other
-/// names unchanged.
-fn demangle(name: &str) -> String {
-    let Some(mut rest) = name.strip_prefix("_ZN") else {
-        return name.to_string();
-    };
-    let mut parts = Vec::new();
-    while let Some(digits) = rest.find(|c: char| !c.is_ascii_digit()).filter(|&d| d > 0) {
-        let Ok(n) = rest[..digits].parse::<usize>() else {
-            break;
-        };
-        let Some(part) = rest.get(digits..digits + n) else {
-            break;
-        };
-        parts.push(part);
-        rest = &rest[digits + n..];
-    }
-    if parts.last().is_some_and(|p| {
-        p.len() == 17 && p.starts_with('h') && p[1..].chars().all(|c| c.is_ascii_hexdigit())
-    }) {
-        parts.pop();
-    }
-    if parts.is_empty() {
-        return name.to_string();
-    }
-    parts
-        .iter()
-        .map(|p| {
-            p.replace("$LT$", "<")
-                .replace("$GT$", ">")
-                .replace("$u7b$", "{")
-                .replace("$u7d$", "}")
-                .replace("..", "::")
-        })
-        .collect::<Vec<_>>()
-        .join("::")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::demangle;
-
-    #[test]
-    fn legacy_rust_symbols_demangle_without_their_hash() {
-        assert_eq!(
-            demangle("_ZN7mycrate5CACHE17h0123456789abcdefE"),
-            "mycrate::CACHE"
-        );
-        assert_eq!(demangle("plain_c_symbol"), "plain_c_symbol");
     }
 }

@@ -30,6 +30,7 @@ pub mod progress;
 pub mod registry;
 mod stack;
 mod store;
+mod symbols;
 mod sys;
 mod trace;
 mod tracking;

@@ -13,6 +13,7 @@ use cmc::{
 static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// A process whose single handler misbehaves, chosen per test.
+#[derive(Debug)]
 struct Bad {
     steps: u8,
     kind: Kind,
@@ -36,6 +37,8 @@ enum Kind {
     Clock,
     StaticCounter,
     ThreadRng,
+    OsRng,
+    FileRead,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -91,6 +94,18 @@ impl Bad {
                 use rand::Rng;
                 self.data = vec![rand::thread_rng().gen()];
             }
+            Kind::OsRng => {
+                use rand::Rng;
+                self.data = vec![rand::rngs::OsRng.gen()];
+            }
+            Kind::FileRead => {
+                use std::io::Read;
+                let mut bytes = [0u8; 8];
+                std::fs::File::open("/dev/urandom")
+                    .and_then(|mut f| f.read_exact(&mut bytes))
+                    .unwrap();
+                self.data = vec![u64::from_le_bytes(bytes)];
+            }
             _ => {}
         }
     }
@@ -137,6 +152,7 @@ fn model(kind: Kind) -> Model<Bad> {
     .process_arena(ArenaConfig::new().reserve(4 << 20))
     .network(NetworkConfig::new().capacity(2).on_full(OnFull::Violation))
     .detect_leaks(kind == Kind::Leak)
+    .debug_with(|b| format!("{b:#?}"))
 }
 
 /// Checks `kind`, expects one violation of `expected` after `steps` steps,
@@ -372,9 +388,29 @@ fn nondeterministic(kind: Kind) {
         "{kind:?}: {v}"
     );
     assert_eq!(v.record.property, "act");
-    assert_eq!(
-        v.record.message,
-        "process 0's handler gave different successors when run twice from the same state"
+    assert!(
+        v.record.message.starts_with(
+            "process 0's handler gave different successors when run twice from the same state: "
+        ),
+        "{}",
+        v.record.message
+    );
+    // The cause: the global it wrote, or none, and the field that differs.
+    let wrote = match kind {
+        Kind::StaticCounter => "it wrote the global `violations::COUNTER`, which no state holds",
+        _ => "it wrote no global of the program: look for files, sockets, threads, OsRng or getrandom",
+    };
+    assert!(
+        v.record.message.contains(wrote),
+        "{kind:?}: {}",
+        v.record.message
+    );
+    assert!(
+        v.record
+            .message
+            .contains("its state differs in `Bad.data`: `"),
+        "{kind:?}: {}",
+        v.record.message
     );
     assert_eq!(v.trace.steps.len(), 2);
     match model(kind).replay(&v.trace).unwrap() {
@@ -399,22 +435,42 @@ fn nondeterministic(kind: Kind) {
     );
 }
 
-#[test]
-fn a_std_hashmap_iterated_in_a_handler_is_hidden_nondeterminism() {
-    nondeterministic(Kind::HashMapOrder);
+/// Checks a source of nondeterminism cmc controls (identity::random,
+/// identity::clock): the determinism check passes, every run counts the
+/// same.
+fn controlled(kind: Kind) {
+    let r = model(kind).check_determinism(true).check().unwrap();
+    assert_eq!(r.verdict, Verdict::Pass, "{kind:?}: {:?}", r.violations);
+    let again = model(kind).check_determinism(true).check().unwrap();
+    assert_eq!(again.stats.unique, r.stats.unique, "{kind:?}");
 }
 
 #[test]
-fn the_clock_stored_in_state_is_hidden_nondeterminism() {
-    nondeterministic(Kind::Clock);
+fn a_std_hashmap_iterated_in_a_handler_is_controlled() {
+    controlled(Kind::HashMapOrder);
+}
+
+#[test]
+fn the_clock_stored_in_state_is_controlled() {
+    controlled(Kind::Clock);
+}
+
+#[test]
+fn thread_rng_is_controlled() {
+    controlled(Kind::ThreadRng);
+}
+
+#[test]
+fn os_rng_is_hidden_nondeterminism() {
+    nondeterministic(Kind::OsRng);
+}
+
+#[test]
+fn a_file_read_is_hidden_nondeterminism() {
+    nondeterministic(Kind::FileRead);
 }
 
 #[test]
 fn a_static_counter_is_hidden_nondeterminism() {
     nondeterministic(Kind::StaticCounter);
-}
-
-#[test]
-fn thread_rng_is_hidden_nondeterminism() {
-    nondeterministic(Kind::ThreadRng);
 }

@@ -4,8 +4,14 @@
 //! membership example (ordinary std collections: only `Debug`, heap and
 //! bytes exist, and only `Debug` counts by meaning).
 //!
+//! Also the AODV 4-node model to a bounded depth (std collections behind
+//! a derived `StateHash`), and the cost of seeding each transition's
+//! randomness (`identity::random`) on two-phase commit: the same check
+//! with seeding on and off, alternating, in one run.
+//!
 //! Prints `bench sources model=<m> source=<s> unique=<n> ns_per_state=<t>`
-//! (median of three runs) and the ratio of `Debug` to `Hash`.
+//! (median of three runs), the ratio of `Debug` to `Hash`, and
+//! `bench controls ... seeded_over_unseeded=<r>`.
 //! `CMC_BENCH_QUICK=1` runs one repetition of smaller models.
 
 use std::time::Duration;
@@ -78,5 +84,47 @@ fn main() {
         || membership::model::group(nodes, max, capacity).max_states(2_000_000),
         &[Debug, Heap, Bytes],
         runs,
+    );
+    let depth = if quick { 4 } else { 5 };
+    report(
+        &format!("aodv_4_nodes_depth_{depth}"),
+        || aodv::model::aodv_4_nodes().max_depth(depth),
+        &[State, Debug, Heap, Bytes],
+        runs,
+    );
+    controls(rms, if quick { 3 } else { 9 });
+}
+
+/// Time per state of two-phase commit with per-transition seeding on and
+/// off, alternating runs; prints the medians and their ratio.
+fn controls(rms: usize, runs: usize) {
+    let mut on = Vec::new();
+    let mut off = Vec::new();
+    let mut unique = 0;
+    for _ in 0..runs {
+        for seeded in [true, false] {
+            cmc::identity::random::set_enabled(seeded);
+            let (n, t) = measure(
+                || two_phase_commit::two_phase_commit(rms),
+                FingerprintMode::State,
+                1,
+            );
+            unique = n;
+            if seeded {
+                on.push(t)
+            } else {
+                off.push(t)
+            }
+        }
+    }
+    cmc::identity::random::set_enabled(true);
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2].as_nanos() as f64 / unique as f64
+    };
+    let (a, b) = (median(&mut on), median(&mut off));
+    println!(
+        "bench controls model=two_phase_commit_{rms} unique={unique} seeded_ns_per_state={a:.0} unseeded_ns_per_state={b:.0} seeded_over_unseeded={:.3}",
+        a / b
     );
 }

@@ -273,6 +273,13 @@ mod by_hand {
         fn handlers() -> Vec<Handler<Self>> {
             vec![Handler::new("step", Peterson::step).guard(Peterson::can_step)]
         }
+        // The sources of identity #[cmc::process] detects: Debug for both.
+        fn hash_fns() -> cmc::HashFns<Self> {
+            let mut fns = cmc::HashFns::none();
+            fns.process.debug = Some(cmc::identity::debug_hash::<Peterson>);
+            fns.shared.debug = Some(cmc::identity::debug_hash::<Flags>);
+            fns
+        }
     }
 
     #[derive(Debug)]
@@ -321,6 +328,15 @@ mod by_hand {
                 Handler::new("receive", Player::receive).guard(|_, v| v.has_mail()),
                 Handler::new("resend", Player::resend).on_timer("resend"),
             ]
+        }
+        // The sources of identity #[cmc::process] detects: Debug for the
+        // player, cmc's StateHash for (), Hash for the ball.
+        fn hash_fns() -> cmc::HashFns<Self> {
+            let mut fns = cmc::HashFns::none();
+            fns.process.debug = Some(cmc::identity::debug_hash::<Player>);
+            fns.shared.state = Some(|s: &(), h| cmc::StateHash::state_hash(s, h));
+            fns.msg.hash = Some(|b: &Ball, h| std::hash::Hash::hash(b, h));
+            fns
         }
     }
 

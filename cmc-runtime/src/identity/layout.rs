@@ -22,6 +22,8 @@ pub(crate) struct Modules {
     /// `[low, low + span)` covers every range: the quick rejection test.
     pub(crate) low: u64,
     pub(crate) span: u64,
+    /// Where the executable is loaded: symbol values are relative to it.
+    pub(crate) exe_bias: u64,
 }
 
 static MODULES: OnceLock<Modules> = OnceLock::new();
@@ -36,16 +38,22 @@ pub(crate) fn modules() -> &'static Modules {
 
 impl Modules {
     fn list() -> Modules {
+        struct Found {
+            ranges: Vec<(u64, u64, u64)>,
+            exe_bias: Option<u64>,
+        }
         unsafe extern "C" fn each(
             info: *mut libc::dl_phdr_info,
             _size: libc::size_t,
             data: *mut libc::c_void,
         ) -> libc::c_int {
-            // SAFETY: `data` is the vector passed below; `info` is valid for
+            // SAFETY: `data` is the `Found` passed below; `info` is valid for
             // this call (dl_iterate_phdr's contract).
-            let (ranges, info) = unsafe { (&mut *(data as *mut Vec<(u64, u64, u64)>), &*info) };
-            let index = ranges.last().map_or(0, |r| r.2 + 1);
+            let (found, info) = unsafe { (&mut *(data as *mut Found), &*info) };
+            let index = found.ranges.last().map_or(0, |r| r.2 + 1);
             let bias = info.dlpi_addr;
+            // The executable comes first.
+            found.exe_bias.get_or_insert(bias);
             // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
             let phdrs =
                 unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
@@ -53,19 +61,18 @@ impl Modules {
             let start = loads.clone().map(|p| bias + p.p_vaddr).min();
             let end = loads.map(|p| bias + p.p_vaddr + p.p_memsz).max();
             if let (Some(start), Some(end)) = (start, end) {
-                ranges.push((start, end, index));
+                found.ranges.push((start, end, index));
             }
             0
         }
-        let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
+        let mut found = Found {
+            ranges: Vec::new(),
+            exe_bias: None,
+        };
         // SAFETY: `each` matches the callback type and only reads the
         // headers during the call.
-        unsafe {
-            libc::dl_iterate_phdr(
-                Some(each),
-                &mut ranges as *mut Vec<(u64, u64, u64)> as *mut libc::c_void,
-            )
-        };
+        unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut libc::c_void) };
+        let mut ranges = found.ranges;
         ranges.sort_unstable();
         let low = ranges.first().map_or(0, |r| r.0);
         let high = ranges.iter().map(|r| r.1).max().unwrap_or(low);
@@ -73,6 +80,7 @@ impl Modules {
             ranges,
             low,
             span: high - low,
+            exe_bias: found.exe_bias.unwrap_or(0),
         }
     }
 
@@ -95,6 +103,39 @@ impl Modules {
             _ => w,
         }
     }
+}
+
+/// The executable's TLS block in the calling thread, as `[start, end)`:
+/// where std's and rand's thread-locals live.
+pub(crate) fn exe_tls_block() -> Option<(usize, usize)> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the `Option` passed below; `info` is valid for
+        // this call (dl_iterate_phdr's contract).
+        let (found, info) = unsafe { (&mut *(data as *mut Option<(usize, usize)>), &*info) };
+        // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+        let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        if let Some(p) = phdrs.iter().find(|p| p.p_type == libc::PT_TLS) {
+            if !info.dlpi_tls_data.is_null() {
+                let start = info.dlpi_tls_data as usize;
+                *found = Some((start, start + p.p_memsz as usize));
+            }
+        }
+        1 // Stop: the executable comes first.
+    }
+    let mut found: Option<(usize, usize)> = None;
+    // SAFETY: `each` matches the callback type and only reads the headers
+    // during the call.
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(each),
+            &mut found as *mut Option<(usize, usize)> as *mut libc::c_void,
+        )
+    };
+    found
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod clock;
 mod debug;
 pub(crate) mod layout;
 pub mod probe;
+pub mod random;
 mod std_impls;
 
 pub use debug::debug_hash;

@@ -1,0 +1,227 @@
+//! Randomness inside user code is a function of the state and the event:
+//! a handler that draws an election timeout from `rand::thread_rng()` gets
+//! the same value whenever the same transition runs from the same state, so
+//! counts are the same in every run and in every process, the determinism
+//! check passes and a trace through a draw replays.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use cmc::{FingerprintMode, Handler, Model, Process, ReplayOutcome, Verdict};
+use rand::Rng;
+
+#[global_allocator]
+static A: cmc::Allocator = cmc::Allocator;
+
+/// The timeouts the invariant has seen, as a bit set (bit `t`).
+static SEEN: AtomicU8 = AtomicU8::new(0);
+
+#[derive(Debug, Clone, Hash)]
+struct Node {
+    timeout: u8,
+    elections: u8,
+}
+
+impl Process for Node {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![
+            Handler::new("elect", |n: &mut Node, _| {
+                n.timeout = rand::thread_rng().gen_range(1..=3);
+                n.elections += 1;
+            })
+            .guard(|n, _| n.timeout == 0 && n.elections < 4),
+            Handler::new("tick", |n: &mut Node, _| n.timeout -= 1).guard(|n, _| n.timeout > 0),
+        ]
+    }
+    fn hash_fns() -> cmc::HashFns<Self> {
+        let mut fns = cmc::HashFns::none();
+        fns.process.hash = Some(|n: &Node, s| std::hash::Hash::hash(n, s));
+        fns.process.debug = Some(cmc::identity::debug_hash::<Node>);
+        fns
+    }
+}
+
+/// Two nodes; the invariant fails when both wait the longest timeout.
+fn model(mode: FingerprintMode) -> Model<Node> {
+    nodes(mode).invariant("no_late_split_vote", |w| {
+        let nodes: Vec<&Node> = w.processes().collect();
+        for n in &nodes {
+            SEEN.fetch_or(1 << n.timeout, Ordering::Relaxed);
+        }
+        let (a, b) = (nodes[0], nodes[1]);
+        if a.timeout == 3 && b.timeout == 3 {
+            Err("both drew 3".into())
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn nodes(mode: FingerprintMode) -> Model<Node> {
+    Model::new("timeouts", 2, |_| Node {
+        timeout: 0,
+        elections: 0,
+    })
+    .fingerprint(mode)
+    .quiescence_ok(true)
+}
+
+/// The unique count, and the trace of the violation, under `mode`.
+fn outcome(mode: FingerprintMode) -> String {
+    let r = model(mode)
+        .strategy(cmc::Strategy::Bfs)
+        .check_determinism(true)
+        .check()
+        .expect("the check runs");
+    assert_eq!(r.verdict, Verdict::Violation, "{:?}", r.stats);
+    let v = &r.violations[0];
+    for _ in 0..2 {
+        match model(mode).replay(&v.trace).unwrap() {
+            ReplayOutcome::Reproduced(record) => assert_eq!(record, v.record),
+            other => panic!("{}: {other:?}", mode.name()),
+        }
+    }
+    let prints: Vec<&str> = v.trace.steps.iter().map(|s| &*s.fingerprint).collect();
+    format!(
+        "{}: {} states, trace {}",
+        mode.name(),
+        r.stats.unique,
+        prints.join(" ")
+    )
+}
+
+const MODES: [FingerprintMode; 3] = [
+    FingerprintMode::Hash,
+    FingerprintMode::Debug,
+    FingerprintMode::Heap,
+];
+
+#[test]
+fn draws_are_a_function_of_state_and_event() {
+    let child = std::env::var_os("CMC_RANDOM_CHILD").is_some();
+    let mine: Vec<String> = MODES.iter().map(|&m| outcome(m)).collect();
+    if child {
+        for line in &mine {
+            println!("{line}");
+        }
+        return;
+    }
+    // The same in this process...
+    for (m, line) in MODES.iter().zip(&mine) {
+        assert_eq!(&outcome(*m), line, "a second run in the same process");
+    }
+    // ...and in others (the seed is the state's identity, which does not
+    // depend on address layout).
+    let exe = std::env::current_exe().unwrap();
+    for _ in 0..2 {
+        let out = Command::new(&exe)
+            .args([
+                "--exact",
+                "draws_are_a_function_of_state_and_event",
+                "--nocapture",
+            ])
+            .env("CMC_RANDOM_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in &mine {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line}\nnot in the other process's output:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    // Draws depend on the state: more than one timeout was drawn.
+    let seen = SEEN.load(Ordering::Relaxed) >> 1;
+    assert!(seen.count_ones() == 3, "timeouts seen: {seen:#b}");
+}
+
+/// Without control the draws would follow the search's order; with it, the
+/// state count lies between the model with one fixed draw and the model
+/// where every draw is a nondeterministic choice (a reference BFS of both).
+#[test]
+fn counts_lie_between_a_fixed_and_a_free_draw() {
+    fn reference(draws: &[u8]) -> usize {
+        use std::collections::{HashSet, VecDeque};
+        type S = [(u8, u8); 2];
+        let start: S = [(0, 0); 2];
+        let mut seen: HashSet<S> = HashSet::from([start]);
+        let mut queue = VecDeque::from([start]);
+        while let Some(s) = queue.pop_front() {
+            for i in 0..2 {
+                let (t, e) = s[i];
+                let mut next = Vec::new();
+                if t == 0 && e < 4 {
+                    next.extend(draws.iter().map(|&d| (d, e + 1)));
+                }
+                if t > 0 {
+                    next.push((t - 1, e));
+                }
+                for n in next {
+                    let mut s2 = s;
+                    s2[i] = n;
+                    if seen.insert(s2) {
+                        queue.push_back(s2);
+                    }
+                }
+            }
+        }
+        seen.len()
+    }
+    let r = nodes(FingerprintMode::Hash)
+        .check()
+        .expect("the check runs");
+    assert_eq!(r.verdict, Verdict::Pass);
+    let fixed = reference(&[2]);
+    let free = reference(&[1, 2, 3]);
+    let n = r.stats.unique as usize;
+    assert!(fixed < n && n < free, "{fixed} < {n} < {free}");
+}
+
+/// A handler that picks "any" member of a map it builds: which one is the
+/// first in iteration order, which depends on the map's hash keys.
+#[derive(Debug, Clone, Hash)]
+struct Picker {
+    picked: Vec<u32>,
+}
+
+impl Process for Picker {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![Handler::new("pick", |p: &mut Picker, _| {
+            let candidates: std::collections::HashMap<u32, &str> =
+                (0..16).map(|i| (i, "candidate")).collect();
+            let first = *candidates.keys().next().unwrap();
+            p.picked.push(first);
+        })
+        .guard(|p, _| p.picked.len() < 3)]
+    }
+    fn hash_fns() -> cmc::HashFns<Self> {
+        let mut fns = cmc::HashFns::none();
+        fns.process.hash = Some(|p: &Picker, s| std::hash::Hash::hash(p, s));
+        fns
+    }
+}
+
+#[test]
+fn hash_map_order_is_a_function_of_state_and_event() {
+    let run = || {
+        Model::new("picker", 2, |_| Picker { picked: Vec::new() })
+            .fingerprint(FingerprintMode::Hash)
+            .quiescence_ok(true)
+            .check_determinism(true)
+            .check()
+            .expect("the check runs")
+    };
+    let r = run();
+    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.violations);
+    // Two nodes, three picks each: (3 + 1)^2 states if every pick were the
+    // same value. The pick depends on the whole state (both nodes), so the
+    // same counts of picks reached in different orders differ.
+    assert!(r.stats.unique > 16, "{} states", r.stats.unique);
+    assert_eq!(run().stats.unique, r.stats.unique, "the same in every run");
+}
