@@ -43,6 +43,8 @@ pub(crate) struct Globals {
     /// Word addresses that pointed into an arena at setup: cmc's own
     /// bookkeeping (the arena registry), never the user's.
     baseline: HashSet<usize>,
+    /// The words of `ranges` as the last scan read them.
+    copy: Vec<usize>,
     /// The arena allocation count at the last scan.
     allocations: u64,
     /// The globals moved out of arenas so far, by name.
@@ -87,11 +89,13 @@ impl Globals {
             load_bias: 0,
             tls_block: None,
             baseline: HashSet::new(),
+            copy: Vec::new(),
             allocations: crate::alloc::arena_allocations(),
             moved: Vec::new(),
         };
         g.find_ranges();
-        g.baseline = g.scan().into_iter().map(|h| h.word).collect();
+        g.copy = vec![0; g.ranges.iter().map(|&(s, e)| (e - s) / 8).sum()];
+        g.baseline = g.scan(false).into_iter().map(|h| h.word).collect();
         g
     }
 
@@ -168,21 +172,38 @@ impl Globals {
     }
 
     /// Every global word that points into an arena (the baseline's
-    /// excepted).
-    fn scan(&self) -> Vec<Hit> {
+    /// excepted); with `changed`, only the words that changed since the
+    /// last scan (a range equal to its copy is skipped after one `memcmp`).
+    /// Updates the copy.
+    fn scan(&mut self, changed: bool) -> Vec<Hit> {
         let (low, high) = crate::arena::bounds();
+        let span = high.saturating_sub(low);
         let mut hits = Vec::new();
-        if low >= high {
-            return hits;
-        }
-        let span = high - low;
+        let mut k = 0;
         for &(start, end) in &self.ranges {
-            let mut w = start;
-            while w < end {
-                // SAFETY: the range is mapped, readable data of this
-                // program, 8-byte aligned; other threads may write it, so
-                // the read is volatile and its value only a candidate.
+            let n = (end - start) / 8;
+            let copy = &mut self.copy[k..k + n];
+            k += n;
+            // SAFETY: `start..end` is mapped, readable data of this program
+            // and `copy` holds `n` words; memcmp reads both as bytes (other
+            // threads may write the globals meanwhile: its answer is only a
+            // hint, and a word that changes later is seen by a later scan).
+            let same = changed
+                && unsafe {
+                    libc::memcmp(start as *const libc::c_void, copy.as_ptr().cast(), n * 8) == 0
+                };
+            if same {
+                continue;
+            }
+            for (i, old) in copy.iter_mut().enumerate() {
+                let w = start + 8 * i;
+                // SAFETY: an 8-byte aligned word of the range above; the read
+                // is volatile since other threads may write it.
                 let value = unsafe { std::ptr::read_volatile(w as *const usize) };
+                if changed && value == *old {
+                    continue;
+                }
+                *old = value;
                 if value.wrapping_sub(low) < span
                     && crate::arena::find(value).is_some()
                     && !self.baseline.contains(&w)
@@ -190,20 +211,19 @@ impl Globals {
                 {
                     hits.push(Hit { word: w, value });
                 }
-                w += 8;
             }
         }
         hits
     }
 
     /// After user code ran: moves out of the arenas what globals initialized
-    /// meanwhile reach. `what` names the code (a handler of a process) for
-    /// errors. Must run before the successor is captured, with no arena
-    /// entered.
+    /// meanwhile reach. `roots` gives each arena's root objects; `what`
+    /// names the code (a handler of a process) for errors. Must run before
+    /// the successor is captured, with no arena entered.
     pub(crate) fn after_user_code(
         &mut self,
         mem: &Memory,
-        roots: &[(ArenaId, usize)],
+        roots: &dyn Fn() -> Vec<(ArenaId, usize)>,
         what: &dyn Fn() -> String,
     ) -> Result<(), String> {
         let now = crate::alloc::arena_allocations();
@@ -211,12 +231,14 @@ impl Globals {
             return Ok(());
         }
         self.allocations = now;
-        let hits = self.scan();
+        let hits = self.scan(true);
         if hits.is_empty() {
             return Ok(());
         }
         let _sys = crate::ctx::system_scope();
-        let result = self.move_out(mem, roots, &hits, what);
+        let result = self.move_out(mem, &roots(), &hits, what);
+        // The moved globals were rewritten: take them into the copy.
+        self.scan(true);
         // Freeing the moved blocks allocated nothing in an arena.
         self.allocations = crate::alloc::arena_allocations();
         result

@@ -5,7 +5,7 @@
 //! check passes and a trace through a draw replays.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use cmc::{FingerprintMode, Handler, Model, Process, ReplayOutcome, Verdict};
 use rand::Rng;
@@ -224,4 +224,86 @@ fn hash_map_order_is_a_function_of_state_and_event() {
     // same counts of picks reached in different orders differ.
     assert!(r.stats.unique > 16, "{} states", r.stats.unique);
     assert_eq!(run().stats.unique, r.stats.unique, "the same in every run");
+}
+
+/// A node that takes its values from the operating system's entropy, as
+/// rand's `OsRng` and the C library's `getrandom` give it, in its
+/// constructor and in a handler.
+#[derive(Debug, Clone, Hash)]
+struct Entropic {
+    values: Vec<u8>,
+}
+
+fn os_byte() -> u8 {
+    let mut b = 0u8;
+    // SAFETY: one writable byte.
+    let n = unsafe { libc::getrandom((&raw mut b).cast(), 1, 0) };
+    assert_eq!(n, 1);
+    b
+}
+
+impl Process for Entropic {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![Handler::new("draw", |p: &mut Entropic, _| {
+            let v = rand::rngs::OsRng.gen_range(0..3) + os_byte() % 2 * 3;
+            p.values.push(v);
+        })
+        .guard(|p, _| p.values.len() < 3)]
+    }
+    fn hash_fns() -> cmc::HashFns<Self> {
+        let mut fns = cmc::HashFns::none();
+        fns.process.hash = Some(|p: &Entropic, s| std::hash::Hash::hash(p, s));
+        fns
+    }
+}
+
+/// The unique count and the initial state of the entropic model.
+fn entropic() -> String {
+    // The first state the invariant sees is the initial one.
+    static INITIAL: AtomicU64 = AtomicU64::new(0);
+    INITIAL.store(0, Ordering::Relaxed);
+    let r = Model::new("entropy", 2, |_| Entropic {
+        values: vec![os_byte(), rand::rngs::OsRng.gen()],
+    })
+    .quiescence_ok(true)
+    .check_determinism(true)
+    .invariant("record_initial", |w| {
+        let word = w
+            .processes()
+            .flat_map(|p| p.values.iter())
+            .fold(1u64, |h, &v| h << 8 | u64::from(v));
+        let _ = INITIAL.compare_exchange(0, word, Ordering::Relaxed, Ordering::Relaxed);
+        Ok(())
+    })
+    .check()
+    .expect("the check runs");
+    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.violations);
+    let initial = INITIAL.load(Ordering::Relaxed);
+    format!("entropy: {} states, initial {initial:x}", r.stats.unique)
+}
+
+#[test]
+fn os_entropy_is_a_function_of_state_and_event() {
+    let mine = entropic();
+    if std::env::var_os("CMC_RANDOM_CHILD").is_some() {
+        println!("{mine}");
+        return;
+    }
+    assert_eq!(entropic(), mine, "a second run in the same process");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "os_entropy_is_a_function_of_state_and_event",
+            "--nocapture",
+        ])
+        .env("CMC_RANDOM_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l == mine), "{mine}\nnot in:\n{text}");
+    // Outside user code the entropy is the operating system's.
+    let draws: Vec<u64> = (0..4).map(|_| rand::rngs::OsRng.gen()).collect();
+    assert!(draws.windows(2).all(|w| w[0] != w[1]), "{draws:?}");
 }

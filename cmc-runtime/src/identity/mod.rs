@@ -26,6 +26,7 @@
 
 pub mod clock;
 mod debug;
+pub mod entropy;
 pub(crate) mod layout;
 pub mod probe;
 pub mod random;

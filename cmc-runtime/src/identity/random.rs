@@ -23,9 +23,8 @@
 //! does (its words before and after a `RandomState::new()`, and the hash
 //! that state gives) and sets it before each transition from the same seed.
 //!
-//! Not controlled: `OsRng` and `getrandom` called directly (rand's
-//! `getrandom` makes the system call itself); the determinism check reports
-//! a handler whose successor they change.
+//! The operating system's random bytes (`OsRng`, `getrandom`) are seeded
+//! from the same key: see [`super::entropy`].
 
 use std::cell::{Cell, UnsafeCell};
 use std::hash::{BuildHasher, Hasher, RandomState};
@@ -212,6 +211,10 @@ pub(crate) fn seed_for(key: u128) {
             found
         })
     });
+    let mut entropy = [0u8; 32];
+    entropy[..16].copy_from_slice(&key.rotate_left(64).to_le_bytes());
+    entropy[16..].copy_from_slice(&(key ^ 0x656e_7472_6f70_79).to_le_bytes());
+    super::entropy::seed(entropy);
     if let Some(cell) = cell {
         let k = key ^ 0x636d_635f_7261_6e64_6f6d_5f6b_6579_7321;
         set_keys(cell, k as u64, (k >> 64) as u64);
