@@ -42,6 +42,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
         BitsArg::B128 => FingerprintWidth::Bits128,
     });
     o.check_determinism = args.check_determinism.then_some(true);
+    o.random_seeds = args.random_seeds.map(|k| k as usize);
     o.isolate = true;
     Ok(o)
 }

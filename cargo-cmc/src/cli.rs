@@ -141,6 +141,11 @@ pub(crate) struct CheckArgs {
     /// Run every transition twice and report hidden nondeterminism.
     #[arg(long)]
     pub(crate) check_determinism: bool,
+    /// Run each transition that draws randomness (thread_rng, OsRng, a new
+    /// HashMap's keys) with K seeds derived from the state and the event,
+    /// as up to K successors (default 1: one draw per state and event).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub(crate) random_seeds: Option<u32>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub(crate) message_format: MessageFormat,

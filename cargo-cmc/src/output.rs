@@ -182,6 +182,9 @@ pub(crate) fn print_step(index: usize, step: &Step) {
     if !step.choices.is_empty() {
         line += &format!(" choices={:?}", step.choices);
     }
+    if step.seed != 0 {
+        line += &format!(" seed={}", step.seed);
+    }
     match (step.kind, &step.message, step.from, step.to) {
         (StepKind::Loss, Some(m), Some(from), Some(to)) => {
             line += &format!(" loses {m} ({from} → {to})")

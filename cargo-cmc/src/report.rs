@@ -707,6 +707,13 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
                 esc(&format!("{:?}", step.choices))
             );
         }
+        if step.seed != 0 {
+            let _ = write!(
+                out,
+                " <span class=\"choices\">random seed {}</span>",
+                step.seed
+            );
+        }
         out.push_str("</div>\n");
         if let (Some(m), Some(from), Some(to)) = (&step.message, step.from, step.to) {
             let verb = match step.kind {
@@ -845,6 +852,9 @@ fn describe(step: &Step) -> String {
     let mut s = format!("{} {}", step.actor, step.handler);
     if !step.choices.is_empty() {
         let _ = write!(s, " choices={:?}", step.choices);
+    }
+    if step.seed != 0 {
+        let _ = write!(s, " seed={}", step.seed);
     }
     if let (Some(m), Some(from), Some(to)) = (&step.message, step.from, step.to) {
         let verb = match step.kind {

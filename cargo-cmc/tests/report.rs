@@ -270,6 +270,7 @@ fn step(process: Option<usize>, handler: &str, kind: StepKind) -> Step {
         handler: handler.into(),
         kind,
         choices: Vec::new(),
+        seed: 0,
         message: None,
         from: None,
         to: None,

@@ -78,15 +78,18 @@ struct Event {
 struct RawStep {
     event: Event,
     choices: Vec<usize>,
+    /// The random-seed variant (`Model::random_seeds`; 0 is the default
+    /// seed).
+    seed: u32,
 }
 
 /// The steps of a crash: the recorded path to the node being expanded,
 /// then the step that was running (from the current record).
 fn crash_steps(
     current: Option<&[u64]>,
-    ancestry: Option<Vec<(u32, u32, Vec<u64>)>>,
+    ancestry: Option<Vec<isolate::LoggedStep>>,
 ) -> Option<Vec<RawStep>> {
-    let [isolate::CHECKING, _node, actor, handler, n, script @ ..] = current? else {
+    let [isolate::CHECKING, _node, actor, handler, seed, n, script @ ..] = current? else {
         return None;
     };
     let actor_of = |a: u64| {
@@ -98,12 +101,13 @@ fn crash_steps(
     };
     let mut steps: Vec<RawStep> = ancestry?
         .into_iter()
-        .map(|(actor, handler, choices)| RawStep {
+        .map(|s| RawStep {
             event: Event {
-                actor: actor_of(u64::from(actor)),
-                handler: handler as usize,
+                actor: actor_of(u64::from(s.actor)),
+                handler: s.handler as usize,
             },
-            choices: choices.into_iter().map(|c| c as usize).collect(),
+            choices: s.choices.into_iter().map(|c| c as usize).collect(),
+            seed: s.seed,
         })
         .collect();
     let n = (*n as usize).min(script.len());
@@ -113,6 +117,7 @@ fn crash_steps(
             handler: *handler as usize,
         },
         choices: script[..n].iter().map(|&c| c as usize).collect(),
+        seed: *seed as u32,
     });
     Some(steps)
 }
@@ -125,6 +130,8 @@ struct Node {
     handler: u32,
     choices_at: u32,
     choices_len: u32,
+    /// The random-seed variant of the step that reached it.
+    seed: u32,
 }
 
 const NO_PARENT: u32 = u32::MAX;
@@ -137,6 +144,9 @@ struct Outcome {
     model_error: Option<String>,
     delivered: Option<(usize, usize, String)>,
     sent: Vec<(usize, String, &'static str)>,
+    /// Whether the run drew randomness (looked at only with more than one
+    /// random seed).
+    drew: bool,
     /// A global the run initialized that could not be moved out of the
     /// arenas (see [`crate::globals`]).
     global_error: Option<String>,
@@ -849,12 +859,20 @@ impl<'m, P: Process> Engine<'m, P> {
         Ok(events)
     }
 
-    /// Runs one event on the loaded state with a choice script.
-    fn run(&mut self, e: Event, script: Vec<usize>, describe: bool, pre: StateId) -> Outcome {
+    /// Runs one event on the loaded state with a choice script and a
+    /// random-seed variant.
+    fn run(
+        &mut self,
+        e: Event,
+        script: Vec<usize>,
+        seed: u32,
+        describe: bool,
+        pre: StateId,
+    ) -> Outcome {
         // What the thread RNG draws is a function of the state and the
         // event (identity::random).
         if crate::identity::random::enabled() {
-            let key = self.seed_key(pre, e, &script);
+            let key = self.seed_key(pre, e, &script, seed);
             crate::identity::random::seed_for(key);
         }
         begin_run(Run {
@@ -903,7 +921,9 @@ impl<'m, P: Process> Engine<'m, P> {
         let (handler, actor) = (self.handler_name(e), self.actor_name_lazy(e.actor));
         let who = || format!("{handler} of {}", actor());
         let global_error = self.globals.after_user_code(&self.mem, &owned, &who).err();
+        let drew = self.model.random_seeds > 1 && crate::identity::random::drew();
         Outcome {
+            drew,
             taken: run.taken.iter().map(|&(v, _)| v).collect(),
             ranges: run.taken,
             panic,
@@ -918,8 +938,9 @@ impl<'m, P: Process> Engine<'m, P> {
     /// fingerprint by a pure function of it (its identity by value, or its
     /// bytes when the search's identity is the canonical heap, whose
     /// canonical addresses depend on the search's history), the event and
-    /// the choice script.
-    fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize]) -> u128 {
+    /// the choice script, and the random-seed variant (variant 0 adds
+    /// nothing, so a search with one seed draws what it always did).
+    fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
         use std::hash::{Hash, Hasher};
         let base = match self.fp.process {
             Chosen::Heap | Chosen::Bytes => self.mem.fingerprint(pre).0,
@@ -930,6 +951,9 @@ impl<'m, P: Process> Engine<'m, P> {
         h.write_u128(base);
         (e.actor, e.handler).hash(&mut h);
         script.hash(&mut h);
+        if seed != 0 {
+            seed.hash(&mut h);
+        }
         h.finish128()
     }
 
@@ -1086,7 +1110,7 @@ impl<'m, P: Process> Engine<'m, P> {
         (count > 0).then_some((count, bytes))
     }
 
-    fn record_node(&mut self, parent: u32, e: Event, choices: &[usize]) -> u32 {
+    fn record_node(&mut self, parent: u32, e: Event, choices: &[usize], seed: u32) -> u32 {
         let id = u32::try_from(self.nodes.len()).expect("more than 2^32 states");
         self.nodes.push(Node {
             parent,
@@ -1098,6 +1122,7 @@ impl<'m, P: Process> Engine<'m, P> {
             handler: e.handler as u32,
             choices_at: self.choice_pool.len() as u32,
             choices_len: choices.len() as u32,
+            seed,
         });
         self.choice_pool.extend_from_slice(choices);
         let actor = if e.actor == ENV {
@@ -1105,7 +1130,7 @@ impl<'m, P: Process> Engine<'m, P> {
         } else {
             e.actor as u32
         };
-        isolate::record_node(parent, actor, e.handler as u32, choices);
+        isolate::record_node(parent, actor, e.handler as u32, seed, choices);
         id
     }
 
@@ -1124,6 +1149,7 @@ impl<'m, P: Process> Engine<'m, P> {
                     handler: n.handler as usize,
                 },
                 choices: self.choice_pool[at..at + n.choices_len as usize].to_vec(),
+                seed: n.seed,
             });
             node = n.parent;
         }
@@ -1153,8 +1179,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// A trace step: the event, its choices, and what its run did.
     fn describe_step(
         &self,
-        event: Event,
-        choices: &[usize],
+        step: &RawStep,
         outcome: Outcome,
         fingerprint: String,
         before: Option<String>,
@@ -1165,11 +1190,12 @@ impl<'m, P: Process> Engine<'m, P> {
             None => (None, None, None),
         };
         Step {
-            process: (event.actor != ENV).then_some(event.actor),
-            actor: self.actor_name(event.actor),
-            handler: self.handler_name(event).into(),
-            kind: self.step_kind(event),
-            choices: choices.to_vec(),
+            process: (step.event.actor != ENV).then_some(step.event.actor),
+            actor: self.actor_name(step.event.actor),
+            handler: self.handler_name(step.event).into(),
+            kind: self.step_kind(step.event),
+            choices: step.choices.clone(),
+            seed: step.seed,
             message,
             from,
             to,
@@ -1202,7 +1228,7 @@ impl<'m, P: Process> Engine<'m, P> {
         let mut pre = self.initial;
         for step in steps {
             let before = self.show(step.event.actor);
-            let outcome = self.run(step.event, step.choices.clone(), true, pre);
+            let outcome = self.run(step.event, step.choices.clone(), step.seed, true, pre);
             let (fingerprint, after) =
                 if outcome.panic.is_some() || self.mem.take_exhaustion().is_some() {
                     last_failed = true;
@@ -1218,14 +1244,7 @@ impl<'m, P: Process> Engine<'m, P> {
                     pre = s;
                     (print, self.show(step.event.actor))
                 };
-            out.push(self.describe_step(
-                step.event,
-                &step.choices,
-                outcome,
-                fingerprint,
-                before,
-                after,
-            ));
+            out.push(self.describe_step(step, outcome, fingerprint, before, after));
         }
         // The final state is loaded unless the last step failed: name every
         // other invariant it breaks (the first one found is `record`).
@@ -1354,6 +1373,7 @@ impl<P: Process> Search<'_, '_, P> {
                 handler: 0,
             },
             &[],
+            0,
         );
         let fp = match self.engine.state_fingerprint(initial) {
             Ok(fp) => fp,
@@ -1448,52 +1468,73 @@ impl<P: Process> Search<'_, '_, P> {
             self.bounded = true;
             return;
         }
+        let seeds = self.engine.model.random_seeds as u32;
         for event in events {
-            let mut script = Vec::new();
-            loop {
-                if self.stop_requested() {
-                    return;
+            // Every choice script with the default seed; when one of those
+            // runs drew randomness, every script again with each other
+            // seed (a run that draws nothing is the same under every seed).
+            let mut drew = false;
+            for seed in 0..seeds {
+                if seed == 1 && !drew {
+                    break;
                 }
-                self.engine.mem.restore(item.state);
-                isolate::record(|| {
-                    let actor = if event.actor == ENV {
-                        u64::MAX
-                    } else {
-                        event.actor as u64
-                    };
-                    let mut w = vec![
-                        isolate::CHECKING,
-                        u64::from(item.node),
-                        actor,
-                        event.handler as u64,
-                    ];
-                    w.push(script.len() as u64);
-                    w.extend(script.iter().map(|&c| c as u64));
-                    w
-                });
-                let ranges = self.transition(item, event, script);
-                match next_script(&ranges) {
-                    Some(next) => script = next,
-                    None => break,
+                let mut script = Vec::new();
+                loop {
+                    if self.stop_requested() {
+                        return;
+                    }
+                    self.engine.mem.restore(item.state);
+                    isolate::record(|| {
+                        let actor = if event.actor == ENV {
+                            u64::MAX
+                        } else {
+                            event.actor as u64
+                        };
+                        let mut w = vec![
+                            isolate::CHECKING,
+                            u64::from(item.node),
+                            actor,
+                            event.handler as u64,
+                            u64::from(seed),
+                        ];
+                        w.push(script.len() as u64);
+                        w.extend(script.iter().map(|&c| c as u64));
+                        w
+                    });
+                    let (ranges, drew_now) = self.transition(item, event, script, seed);
+                    drew |= drew_now;
+                    match next_script(&ranges) {
+                        Some(next) => script = next,
+                        None => break,
+                    }
                 }
             }
         }
     }
 
     /// Runs one transition from `item` and handles its successor; returns
-    /// the choices it made as (value, range).
-    fn transition(&mut self, item: &Item, event: Event, script: Vec<usize>) -> Vec<(usize, usize)> {
+    /// the choices it made as (value, range) and whether it drew
+    /// randomness.
+    fn transition(
+        &mut self,
+        item: &Item,
+        event: Event,
+        script: Vec<usize>,
+        seed: u32,
+    ) -> (Vec<(usize, usize)>, bool) {
         let e = &mut *self.engine;
-        let outcome = e.run(event, script, false, item.state);
+        let outcome = e.run(event, script, seed, false, item.state);
         let ranges = outcome.ranges.clone();
+        let drew = outcome.drew;
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error {
             self.fatal = Some(CheckError::Model(m));
-            return ranges;
+            return (ranges, drew);
         }
         let step = RawStep {
             event,
             choices: outcome.taken.clone(),
+            seed,
         };
         let handler = e.handler_name(event).to_string();
         let fail = |kind, message: String, location| ViolationRecord {
@@ -1519,7 +1560,7 @@ impl<P: Process> Search<'_, '_, P> {
             let mut steps = e.path(item.node);
             steps.push(step);
             self.report(steps, record);
-            return ranges;
+            return (ranges, drew);
         }
         let succ = e.mem.capture();
         self.stats.generated += 1;
@@ -1530,7 +1571,7 @@ impl<P: Process> Search<'_, '_, P> {
                 let mut steps = e.path(item.node);
                 steps.push(step);
                 self.report(steps, record);
-                return ranges;
+                return (ranges, drew);
             }
         };
         if e.model.check_determinism {
@@ -1538,7 +1579,7 @@ impl<P: Process> Search<'_, '_, P> {
             // may differ where meaning does not: a map's random keys).
             e.mem.restore(item.state);
             let globals = e.globals.snapshot();
-            let again = e.run(event, outcome.taken.clone(), false, item.state);
+            let again = e.run(event, outcome.taken.clone(), seed, false, item.state);
             let written = e.globals.written_since(&globals);
             let mut cause = Vec::new();
             let differs = if let Some((m, _)) = &again.panic {
@@ -1577,7 +1618,7 @@ impl<P: Process> Search<'_, '_, P> {
                     }
                     e.mem.restore(item.state);
                     let globals = e.globals.snapshot();
-                    let _ = e.run(event, outcome.taken.clone(), false, item.state);
+                    let _ = e.run(event, outcome.taken.clone(), seed, false, item.state);
                     let _ = e.mem.take_exhaustion();
                     let again = e.globals.written_since(&globals);
                     written.retain(|w| again.contains(w));
@@ -1611,13 +1652,13 @@ impl<P: Process> Search<'_, '_, P> {
                 steps.push(step);
                 e.mem.release(succ);
                 self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
-                return ranges;
+                return (ranges, drew);
             }
             e.mem.restore(succ);
         }
         if !self.visited.insert(fp) {
             e.mem.release(succ);
-            return ranges;
+            return (ranges, drew);
         }
         if let Some(prune) = &e.model.prune {
             let pruned = {
@@ -1627,18 +1668,18 @@ impl<P: Process> Search<'_, '_, P> {
             if pruned {
                 self.stats.pruned += 1;
                 e.mem.release(succ);
-                return ranges;
+                return (ranges, drew);
             }
         }
         self.stats.unique += 1;
         let depth = item.depth + 1;
         self.stats.max_depth = self.stats.max_depth.max(depth);
-        let node = e.record_node(item.node, event, &outcome.taken);
+        let node = e.record_node(item.node, event, &outcome.taken, seed);
         if let Some(record) = e.check_state() {
             e.mem.release(succ);
             let steps = e.path(node);
             self.report(steps, record);
-            return ranges;
+            return (ranges, drew);
         }
         let priority = self.priority();
         self.frontier.push(
@@ -1650,7 +1691,7 @@ impl<P: Process> Search<'_, '_, P> {
             priority,
         );
         self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
-        ranges
+        (ranges, drew)
     }
 }
 
@@ -1822,7 +1863,7 @@ pub(crate) fn replay<P: Process>(
         isolate::record(|| vec![isolate::REPLAYING, (k + 1) as u64]);
         let stepping = crate::progress::stepping();
         let before = if stepping { e.show(actor) } else { None };
-        let outcome = e.run(event, step.choices.clone(), stepping, pre);
+        let outcome = e.run(event, step.choices.clone(), step.seed, stepping, pre);
         if let Some(m) = outcome.global_error.clone() {
             return Err(CheckError::Model(m));
         }
@@ -1869,8 +1910,17 @@ pub(crate) fn replay<P: Process>(
             } else {
                 None
             };
-            let described =
-                e.describe_step(event, &step.choices, outcome, print.clone(), before, after);
+            let described = e.describe_step(
+                &RawStep {
+                    event,
+                    choices: step.choices.clone(),
+                    seed: step.seed,
+                },
+                outcome,
+                print.clone(),
+                before,
+                after,
+            );
             crate::progress::step(k + 1, &described);
         }
         if let Some(record) = failure {
@@ -2008,6 +2058,7 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
                 handler,
                 kind,
                 choices: last.choices,
+                seed: last.seed,
                 message: None,
                 from: None,
                 to: None,

@@ -98,7 +98,14 @@ impl CrashLog {
     }
 
     /// Appends a node of the search tree; false when the log is full.
-    fn push_node(&self, parent: u32, actor: u32, handler: u32, choices: &[usize]) -> bool {
+    fn push_node(
+        &self,
+        parent: u32,
+        actor: u32,
+        handler: u32,
+        seed: u32,
+        choices: &[usize],
+    ) -> bool {
         let id = self.word(NODE_COUNT_AT).load(Ordering::Relaxed) as usize;
         let at = self.word(CHOICE_COUNT_AT).load(Ordering::Relaxed) as usize;
         if id >= NODES || at + choices.len() > CHOICES || choices.len() > u32::MAX as usize {
@@ -117,7 +124,9 @@ impl CrashLog {
             (u64::from(handler) << 32) | choices.len() as u64,
             Ordering::Relaxed,
         );
-        self.word(base + 2).store(at as u64, Ordering::Relaxed);
+        // `at` is below CHOICES, far below 2^32.
+        self.word(base + 2)
+            .store((u64::from(seed) << 32) | at as u64, Ordering::Relaxed);
         self.word(CHOICE_COUNT_AT)
             .store((at + choices.len()) as u64, Ordering::Release);
         self.word(NODE_COUNT_AT)
@@ -125,9 +134,9 @@ impl CrashLog {
         true
     }
 
-    /// The steps from the root to `node`, as (actor, handler, choices);
+    /// The steps from the root to `node`, as (actor, handler, seed, choices);
     /// `None` when the node was not recorded.
-    fn ancestry(&self, mut node: u32) -> Option<Vec<(u32, u32, Vec<u64>)>> {
+    fn ancestry(&self, mut node: u32) -> Option<Vec<LoggedStep>> {
         let count = self.word(NODE_COUNT_AT).load(Ordering::Acquire) as usize;
         let mut steps = Vec::new();
         loop {
@@ -137,7 +146,8 @@ impl CrashLog {
             let base = NODES_AT + 3 * node as usize;
             let w0 = self.word(base).load(Ordering::Relaxed);
             let w1 = self.word(base + 1).load(Ordering::Relaxed);
-            let at = self.word(base + 2).load(Ordering::Relaxed) as usize;
+            let w2 = self.word(base + 2).load(Ordering::Relaxed);
+            let (seed, at) = ((w2 >> 32) as u32, (w2 & 0xffff_ffff) as usize);
             let parent = (w0 >> 32) as u32;
             if parent == u32::MAX {
                 break;
@@ -146,12 +156,25 @@ impl CrashLog {
             let choices = (0..n)
                 .map(|k| self.word(CHOICES_AT + at + k).load(Ordering::Relaxed))
                 .collect();
-            steps.push((w0 as u32, (w1 >> 32) as u32, choices));
+            steps.push(LoggedStep {
+                actor: w0 as u32,
+                handler: (w1 >> 32) as u32,
+                seed,
+                choices,
+            });
             node = parent;
         }
         steps.reverse();
         Some(steps)
     }
+}
+
+/// A step of the search tree as the crash log holds it.
+pub(crate) struct LoggedStep {
+    pub(crate) actor: u32,
+    pub(crate) handler: u32,
+    pub(crate) seed: u32,
+    pub(crate) choices: Vec<u64>,
 }
 
 impl Drop for CrashLog {
@@ -163,16 +186,17 @@ impl Drop for CrashLog {
 
 /// Records a node of the search tree in the crash log of the isolated run
 /// on this thread, if there is one.
-pub(crate) fn record_node(parent: u32, actor: u32, handler: u32, choices: &[usize]) {
+pub(crate) fn record_node(parent: u32, actor: u32, handler: u32, seed: u32, choices: &[usize]) {
     let log = LOG.with(Cell::get);
     if !log.is_null() {
         // SAFETY: the log outlives the isolated run that set the pointer.
-        let _ = unsafe { (*log).push_node(parent, actor, handler, choices) };
+        let _ = unsafe { (*log).push_node(parent, actor, handler, seed, choices) };
     }
 }
 
 /// The first word of a current record written by a check: then the node
-/// being expanded, the actor, the handler, the script length and the script.
+/// being expanded, the actor, the handler, the random-seed variant, the
+/// script length and the script.
 pub(crate) const CHECKING: u64 = 1;
 /// The first word of a current record written by a replay: then the step.
 pub(crate) const REPLAYING: u64 = 2;
@@ -200,7 +224,7 @@ pub(crate) enum ChildEnd {
     Crashed {
         signal: i32,
         log: Option<Vec<u64>>,
-        ancestry: Option<Vec<(u32, u32, Vec<u64>)>>,
+        ancestry: Option<Vec<LoggedStep>>,
         stderr: String,
     },
     /// It exited with an error status without a result.

@@ -477,6 +477,7 @@ pub struct Model<P: Process> {
     pub(crate) seed: u64,
     pub(crate) keep_going: bool,
     pub(crate) check_determinism: bool,
+    pub(crate) random_seeds: usize,
     pub(crate) detect_leaks: bool,
     pub(crate) arena: ArenaConfig,
     pub(crate) env_arena: ArenaConfig,
@@ -517,6 +518,7 @@ impl<P: Process> Model<P> {
             seed: 0,
             keep_going: false,
             check_determinism: false,
+            random_seeds: 1,
             detect_leaks: false,
             arena: ArenaConfig::default(),
             env_arena: ArenaConfig::default(),
@@ -636,6 +638,25 @@ impl<P: Process> Model<P> {
     /// successor differs (hidden nondeterminism).
     pub fn check_determinism(mut self, yes: bool) -> Self {
         self.check_determinism = yes;
+        self
+    }
+
+    /// Runs each transition that draws randomness (the thread RNG, the
+    /// operating system's entropy, a new `HashMap`'s keys) with `k` seeds
+    /// derived from the state and the event, as up to `k` successors; a
+    /// transition that draws nothing runs once. With one seed (the
+    /// default) a draw is a single function of the state and the event.
+    /// Widens the coverage of randomized code (a randomized timeout) without
+    /// rewriting it as `cmc::choose`.
+    ///
+    /// # Panics
+    /// When `k` is 0 or above 2^16.
+    pub fn random_seeds(mut self, k: usize) -> Self {
+        assert!(
+            (1..=1 << 16).contains(&k),
+            "random_seeds({k}): the number of seeds must be between 1 and 65536"
+        );
+        self.random_seeds = k;
         self
     }
 

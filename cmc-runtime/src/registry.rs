@@ -36,6 +36,9 @@ pub struct RunOptions {
     pub fingerprint: Option<FingerprintMode>,
     /// Whether to run every transition twice.
     pub check_determinism: Option<bool>,
+    /// Seeds per transition that draws randomness.
+    #[serde(default)]
+    pub random_seeds: Option<usize>,
     /// Whether to run in a child process (crashes become violations).
     pub isolate: bool,
 }
@@ -69,6 +72,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(d) = options.check_determinism {
             self.check_determinism = d;
+        }
+        if let Some(k) = options.random_seeds {
+            self = self.random_seeds(k);
         }
         self
     }

@@ -94,6 +94,10 @@ pub struct Step {
     pub kind: StepKind,
     /// The choice values, in the order they were made.
     pub choices: Vec<usize>,
+    /// The random-seed variant the step ran with (`--random-seeds`; 0, the
+    /// default seed, is not written).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seed: u32,
     /// The message this step delivered (or lost, or duplicated), as `Debug`.
     pub message: Option<String>,
     /// Its sender.
@@ -203,6 +207,9 @@ impl fmt::Display for Trace {
             write!(f, "  {:>3}. {} {}", i + 1, step.actor, step.handler)?;
             if !step.choices.is_empty() {
                 write!(f, " choices={:?}", step.choices)?;
+            }
+            if step.seed != 0 {
+                write!(f, " seed={}", step.seed)?;
             }
             match (step.kind, &step.message, step.from, step.to) {
                 (StepKind::Loss, Some(m), Some(from), Some(to)) => {
@@ -357,4 +364,8 @@ impl CheckResult {
             self.stats.elapsed.as_secs_f64()
         )
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -307,3 +307,113 @@ fn os_entropy_is_a_function_of_state_and_event() {
     let draws: Vec<u64> = (0..4).map(|_| rand::rngs::OsRng.gen()).collect();
     assert!(draws.windows(2).all(|w| w[0] != w[1]), "{draws:?}");
 }
+
+/// The reference count of the timeouts model when every draw may be any
+/// of `draws`.
+fn timeouts_reference(draws: &[u8]) -> usize {
+    use std::collections::{HashSet, VecDeque};
+    type S = [(u8, u8); 2];
+    let start: S = [(0, 0); 2];
+    let mut seen: HashSet<S> = HashSet::from([start]);
+    let mut queue = VecDeque::from([start]);
+    while let Some(s) = queue.pop_front() {
+        for i in 0..2 {
+            let (t, e) = s[i];
+            let mut next = Vec::new();
+            if t == 0 && e < 4 {
+                next.extend(draws.iter().map(|&d| (d, e + 1)));
+            }
+            if t > 0 {
+                next.push((t - 1, e));
+            }
+            for n in next {
+                let mut s2 = s;
+                s2[i] = n;
+                if seen.insert(s2) {
+                    queue.push_back(s2);
+                }
+            }
+        }
+    }
+    seen.len()
+}
+
+/// `random_seeds(k)` runs a drawing transition with k seeds: with enough
+/// seeds every timeout value is drawn from every state, and the count is
+/// the model's with a free choice of timeout; a violation found through a
+/// non-default seed replays.
+#[test]
+fn random_seeds_widen_a_draw_to_several_successors() {
+    let one = nodes(FingerprintMode::Hash).check().unwrap();
+    let four = nodes(FingerprintMode::Hash)
+        .random_seeds(4)
+        .check()
+        .unwrap();
+    let many = nodes(FingerprintMode::Hash)
+        .random_seeds(32)
+        .check()
+        .unwrap();
+    let free = timeouts_reference(&[1, 2, 3]);
+    let (n1, n4, n32) = (one.stats.unique, four.stats.unique, many.stats.unique);
+    assert!(n1 < n4 && n4 <= n32, "{n1} < {n4} <= {n32}");
+    assert_eq!(n32 as usize, free, "32 seeds reach every draw");
+    let again = nodes(FingerprintMode::Hash)
+        .random_seeds(32)
+        .check()
+        .unwrap()
+        .stats;
+    assert_eq!(
+        (again.unique, again.transitions),
+        (many.stats.unique, many.stats.transitions),
+        "the same in every run"
+    );
+    // The split vote, found at its shortest through the seeds, replays.
+    let r = model(FingerprintMode::Hash)
+        .random_seeds(32)
+        .strategy(cmc::Strategy::Bfs)
+        .check()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0];
+    assert_eq!(v.trace.steps.len(), 2, "{}", v.trace);
+    assert!(v.trace.steps.iter().any(|s| s.seed != 0), "{}", v.trace);
+    let text = v.trace.to_json();
+    let reloaded = cmc::Trace::from_json(&text).unwrap();
+    match model(FingerprintMode::Hash).replay(&reloaded).unwrap() {
+        ReplayOutcome::Reproduced(record) => assert_eq!(record, v.record),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[derive(Debug, Clone, Hash)]
+struct Counter(u8);
+
+impl Process for Counter {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![Handler::new("bump", |c: &mut Counter, _| c.0 += 1).guard(|c, _| c.0 < 5)]
+    }
+    fn hash_fns() -> cmc::HashFns<Self> {
+        let mut fns = cmc::HashFns::none();
+        fns.process.hash = Some(|c: &Counter, s| std::hash::Hash::hash(c, s));
+        fns
+    }
+}
+
+/// A process that draws nothing runs each transition once, whatever the
+/// number of seeds.
+#[test]
+fn random_seeds_leave_a_transition_without_draws_alone() {
+    let run = |k| {
+        Model::new("counters", 2, |_| Counter(0))
+            .quiescence_ok(true)
+            .random_seeds(k)
+            .check()
+            .unwrap()
+            .stats
+    };
+    let (one, many) = (run(1), run(8));
+    assert_eq!(one.unique, many.unique);
+    assert_eq!(one.transitions, many.transitions);
+}

@@ -16,7 +16,7 @@
 //! std's own keys, which `identity::random` sets instead); the determinism
 //! check reports a handler whose successor they change.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::{RngCore, SeedableRng};
@@ -27,9 +27,20 @@ thread_local! {
     static ENTROPY: RefCell<Option<ChaCha12Rng>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// Whether user code drew entropy since the last seeding.
+    static DRAWN: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Seeds the entropy user code draws in the next transition.
 pub(crate) fn seed(seed: [u8; 32]) {
     ENTROPY.with(|e| *e.borrow_mut() = Some(ChaCha12Rng::from_seed(seed)));
+    DRAWN.with(|d| d.set(false));
+}
+
+/// Whether user code drew entropy since the last [`seed`].
+pub(crate) fn drawn() -> bool {
+    DRAWN.with(Cell::get)
 }
 
 /// Fills `buf` from the transition's generator if user code runs and one is
@@ -47,6 +58,7 @@ unsafe fn fill(buf: *mut u8, len: usize) -> bool {
                 return false;
             };
             let Some(rng) = e.as_mut() else { return false };
+            let _ = DRAWN.try_with(|d| d.set(true));
             if len > 0 {
                 // SAFETY: the caller's contract.
                 rng.fill_bytes(unsafe { std::slice::from_raw_parts_mut(buf, len) });

@@ -200,6 +200,43 @@ pub(crate) fn controlled_words() -> Vec<usize> {
     words
 }
 
+thread_local! {
+    /// What the last seeding set: the thread RNG's seed (when it is
+    /// controlled) and the `k0` of std's keys, to tell whether the
+    /// transition drew.
+    static SEEDED: Cell<(Option<[u8; 32]>, u64)> = const { Cell::new((None, 0)) };
+}
+
+/// Whether user code drew randomness since the last [`seed_for`]: from the
+/// thread RNG (its next output is not the seed's first), the operating
+/// system's entropy, or a new `RandomState`. Draws from the thread RNG
+/// itself, which the next seeding replaces.
+pub(crate) fn drew() -> bool {
+    let _sys = crate::ctx::system_scope();
+    let (seed, k0) = SEEDED.with(Cell::get);
+    let keys = KEYS_CELL
+        .with(Cell::get)
+        .flatten()
+        .is_some_and(|cell| get_k0(cell) != k0);
+    let rng = seed.is_some_and(|seed| {
+        rand_chacha::ChaCha12Rng::from_seed(seed).next_u64() != rand::thread_rng().next_u64()
+    });
+    keys || rng || super::entropy::drawn()
+}
+
+/// The `k0` the next `RandomState::new()` of this thread takes.
+fn get_k0(cell: KeysCell) -> u64 {
+    let p = cell.addr as *const u64;
+    // SAFETY: as in `set_keys`; a read.
+    unsafe {
+        if cell.k0_first {
+            p.read_volatile()
+        } else {
+            p.add(1).read_volatile()
+        }
+    }
+}
+
 /// Seeds the thread RNG and std's hash keys for a transition: `key`
 /// identifies the state and the event. Runs before the user code.
 pub(crate) fn seed_for(key: u128) {
@@ -213,17 +250,17 @@ pub(crate) fn seed_for(key: u128) {
     });
     let mut entropy = [0u8; 32];
     entropy[..16].copy_from_slice(&key.rotate_left(64).to_le_bytes());
-    entropy[16..].copy_from_slice(&(key ^ 0x656e_7472_6f70_79).to_le_bytes());
+    entropy[16..].copy_from_slice(&(key ^ 0x0065_6e74_726f_7079).to_le_bytes());
     super::entropy::seed(entropy);
+    let k = key ^ 0x636d_635f_7261_6e64_6f6d_5f6b_6579_7321;
     if let Some(cell) = cell {
-        let k = key ^ 0x636d_635f_7261_6e64_6f6d_5f6b_6579_7321;
         set_keys(cell, k as u64, (k >> 64) as u64);
     }
-    let Some(control) = control() else { return };
     let mut seed = [0u8; 32];
     seed[..16].copy_from_slice(&key.to_le_bytes());
     seed[16..].copy_from_slice(&(!key).rotate_left(17).to_le_bytes());
-    install(seed, control);
+    let installed = control().is_some_and(|control| install(seed, control));
+    SEEDED.with(|s| s.set((installed.then_some(seed), k as u64)));
 }
 
 #[cfg(test)]
