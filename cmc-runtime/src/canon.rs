@@ -877,11 +877,17 @@ fn object_term(
 /// allocator hands out blocks rounded up, sometimes with 16 bytes of slack
 /// depending on its history, and every byte the program did not write is
 /// zero; so an object's canonical contents end at its last non-zero byte.
+///
+/// Whole words only: a word whose high bytes are zero (a pointer, a
+/// length) keeps them, so what follows it (the field map) does not shift
+/// into it, and a pointer into the program stays whole, to be hashed as
+/// (module, offset).
 fn trim_zeros(buf: &mut Vec<u8>, start: usize) {
+    let len = buf.len() - start;
     let keep = buf[start..]
         .iter()
         .rposition(|&b| b != 0)
-        .map_or(0, |i| i + 1);
+        .map_or(0, |i| (i + 1).next_multiple_of(8).min(len));
     buf.truncate(start + keep);
 }
 

@@ -289,6 +289,8 @@ struct Fingerprinter<P: Process> {
     table: CanonTable,
     /// Which source each type uses, for reports.
     sources: Vec<TypeSource>,
+    /// The mode that overrode each type's best source, if any.
+    mode: Option<FingerprintMode>,
 }
 
 impl<P: Process> Fingerprinter<P> {
@@ -296,6 +298,7 @@ impl<P: Process> Fingerprinter<P> {
     /// best.
     fn new(
         model: &Model<P>,
+        mode: Option<FingerprintMode>,
         mem: &Memory,
         arenas: &[ArenaId],
         roots: &[*mut P],
@@ -303,7 +306,7 @@ impl<P: Process> Fingerprinter<P> {
         env: *mut Env<P::Msg, P::Shared>,
     ) -> Result<Self, CheckError> {
         let fns = P::hash_fns();
-        let process = match model.fingerprint {
+        let process = match mode {
             None => fns
                 .process
                 .best()
@@ -381,6 +384,7 @@ impl<P: Process> Fingerprinter<P> {
             shared_graph,
             table: CanonTable::new(),
             sources,
+            mode,
         })
     }
 
@@ -417,6 +421,7 @@ impl<P: Process> Fingerprinter<P> {
             shared_graph,
             table: CanonTable::new(),
             sources: self.sources.clone(),
+            mode: self.mode,
         }
     }
 
@@ -618,7 +623,9 @@ fn prewarm() {
 }
 
 impl<'m, P: Process> Engine<'m, P> {
-    fn new(model: &'m Model<P>) -> Result<Self, SetupFailure> {
+    /// Sets up `model`; `mode` is the fingerprint mode that overrides each
+    /// type's best source (the model's own, or a trace's).
+    fn new(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Result<Self, SetupFailure> {
         prewarm();
         if model.count == 0 {
             return Err(SetupFailure::Error(CheckError::Model(
@@ -708,7 +715,7 @@ impl<'m, P: Process> Engine<'m, P> {
             return Err(SetupFailure::Error(CheckError::Model(m)));
         }
         let initial = mem.capture();
-        let fp = Fingerprinter::new(model, &mem, &arenas, &roots, env_arena, env)
+        let fp = Fingerprinter::new(model, mode, &mem, &arenas, &roots, env_arena, env)
             .map_err(SetupFailure::Error)?;
         Ok(Engine {
             model,
@@ -1271,6 +1278,7 @@ impl<'m, P: Process> Engine<'m, P> {
             } else {
                 64
             },
+            fingerprint: self.fp.mode,
             initial_fingerprint,
             steps: out,
             also_violated,
@@ -1698,7 +1706,7 @@ impl<P: Process> Search<'_, '_, P> {
 /// Checks a model.
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
-    let mut engine = match Engine::new(model) {
+    let mut engine = match Engine::new(model, model.fingerprint) {
         Ok(engine) => engine,
         Err(SetupFailure::Error(e)) => return Err(e),
         Err(SetupFailure::Violation(record)) => {
@@ -1710,6 +1718,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 } else {
                     64
                 },
+                fingerprint: model.fingerprint,
                 initial_fingerprint: String::new(),
                 steps: Vec::new(),
                 violation: Some(record.clone()),
@@ -1803,7 +1812,9 @@ pub(crate) fn replay<P: Process>(
             trace.model, model.name
         )));
     }
-    let mut e = match Engine::new(model) {
+    // The identity the search used: the mode it forced, if any.
+    let mode = trace.fingerprint.or(model.fingerprint);
+    let mut e = match Engine::new(model, mode) {
         Ok(e) => e,
         Err(SetupFailure::Error(err)) => return Err(err),
         Err(SetupFailure::Violation(record)) => return Ok(ReplayOutcome::Reproduced(record)),
@@ -2021,7 +2032,7 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
             // not crash: the search ran them before), then add the crash.
             let prefix = steps[..steps.len() - 1].to_vec();
             let (actor, handler) = {
-                let e = match Engine::new(model) {
+                let e = match Engine::new(model, model.fingerprint) {
                     Ok(e) => e,
                     Err(SetupFailure::Error(err)) => return Err(err),
                     Err(SetupFailure::Violation(v)) => {
@@ -2035,7 +2046,7 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
             };
             let record = crash_record(&handler, &actor, signal, &stderr);
             let described = isolate::run_in_child(|| {
-                let trace = Engine::new(model)
+                let trace = Engine::new(model, model.fingerprint)
                     .ok()
                     .map(|mut e| e.build_trace(&prefix, record.clone()));
                 serde_json::to_string(&trace).expect("a trace always serialises")
@@ -2049,7 +2060,7 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
             .ok_or_else(|| {
                 CheckError::Isolation("the steps before the crash could not be replayed".into())
             })?;
-            let kind = Engine::new(model)
+            let kind = Engine::new(model, model.fingerprint)
                 .ok()
                 .map_or(StepKind::Handler, |e| e.step_kind(last.event));
             trace.steps.push(Step {

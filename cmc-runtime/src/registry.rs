@@ -231,6 +231,18 @@ pub mod private {
     ) -> Result<ReplayOutcome, CheckError> {
         let mut model = build(path, model)?.apply(options);
         model.name = path.to_string();
+        // A fingerprint mode given now overrides the trace's.
+        let overridden;
+        let trace = match options.fingerprint {
+            Some(mode) if trace.fingerprint != Some(mode) => {
+                overridden = Trace {
+                    fingerprint: Some(mode),
+                    ..trace.clone()
+                };
+                &overridden
+            }
+            _ => trace,
+        };
         if options.isolate {
             model.replay_isolated(trace)
         } else {

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-/// Every symbol of kind `kind` (1 = object, 6 = TLS) as (name, value,
+/// Every symbol of kind `kind` (1 = object, 2 = function, 6 = TLS) as (name, value,
 /// size), in table order; `None` when the table cannot be read (a stripped
 /// binary).
 fn symbols(kind: u8, mut each: impl FnMut(&[u8], usize, usize) -> bool) -> Option<()> {
@@ -44,6 +44,18 @@ fn symbols(kind: u8, mut each: impl FnMut(&[u8], usize, usize) -> bool) -> Optio
         }
     }
     Some(())
+}
+
+/// Every function and data symbol with a size, as (name, value, size).
+pub(crate) fn sized_code_and_data(mut each: impl FnMut(&[u8], usize, usize)) {
+    for kind in [1, 2] {
+        symbols(kind, |name, value, size| {
+            if size > 0 && value > 0 {
+                each(name, value, size);
+            }
+            true
+        });
+    }
 }
 
 /// The symbol that contains `value` (an address relative to the load bias,

@@ -154,6 +154,11 @@ pub struct Trace {
     pub model: String,
     /// The fingerprint width, 64 or 128.
     pub fingerprint_bits: u32,
+    /// The fingerprint mode the search forced on every type
+    /// (`--fingerprint`, `Model::fingerprint`); absent when each type used
+    /// its best source. Replay uses the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<crate::model::FingerprintMode>,
     /// The fingerprint of the initial state (hex).
     pub initial_fingerprint: String,
     /// The steps.

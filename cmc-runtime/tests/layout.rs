@@ -29,9 +29,15 @@ fn double(x: u8) -> u8 {
     x.wrapping_mul(2)
 }
 
-/// A process that holds pointers into the program image.
+/// A process that holds pointers into the program image. `repr(C)` keeps
+/// the function pointer just before the counter, which is zero at first:
+/// the pointer is then the object's last non-zero word, whose zero high
+/// bytes the canonical heap must not trim away (a pointer into the arena,
+/// `note`, gives the object a field map to follow it).
+#[repr(C)]
 struct Holder {
     label: &'static str,
+    note: Box<u8>,
     codec: Box<dyn Codec>,
     op: fn(u8) -> u8,
     n: u8,
@@ -77,6 +83,7 @@ impl Process for Holder {
 fn fingerprints(mode: FingerprintMode) -> Vec<String> {
     let r = Model::new("holder", 1, |_| Holder {
         label: "start",
+        note: Box::new(7),
         codec: Box::new(Plain),
         op: double,
         n: 0,

@@ -7,12 +7,23 @@
 //!
 //! The modules are listed once, in the order the dynamic linker reports
 //! them (the executable first), which is the same in every run of a build.
+//!
+//! A word inside a function or a static of the executable that its symbol
+//! table names is hashed as (symbol name, offset) instead, which is also
+//! the same in another executable built from the same code — the test
+//! `cargo cmc check --emit-test` writes is one: a function pointer in a
+//! state then fingerprints alike in the checker and in the emitted test.
+//! Words with no symbol (vtables, string literals, other constants) stay
+//! (module, offset): the same build only.
 
 use std::sync::OnceLock;
 
 /// Marks a module-relative word, so it never hashes like the same small
 /// integer or an arena-relative pointer.
 const MODULE_TAG: u64 = 0x9e6c_63d0_676a_9a99;
+
+/// Marks a symbol-relative word.
+const SYMBOL_TAG: u64 = 0x73d1_a8b3_5c2e_0f47;
 
 /// The loaded modules' address ranges.
 #[derive(Debug)]
@@ -24,6 +35,10 @@ pub(crate) struct Modules {
     pub(crate) span: u64,
     /// Where the executable is loaded: symbol values are relative to it.
     pub(crate) exe_bias: u64,
+    /// The executable's functions and statics with a size, as absolute
+    /// `(start, end, hash of the demangled name)`, sorted by start; empty
+    /// for a stripped binary.
+    symbols: Vec<(u64, u64, u64)>,
 }
 
 static MODULES: OnceLock<Modules> = OnceLock::new();
@@ -76,11 +91,13 @@ impl Modules {
         ranges.sort_unstable();
         let low = ranges.first().map_or(0, |r| r.0);
         let high = ranges.iter().map(|r| r.1).max().unwrap_or(low);
+        let exe_bias = found.exe_bias.unwrap_or(0);
         Modules {
             ranges,
             low,
             span: high - low,
-            exe_bias: found.exe_bias.unwrap_or(0),
+            exe_bias,
+            symbols: exe_symbols(exe_bias),
         }
     }
 
@@ -97,12 +114,33 @@ impl Modules {
 
     #[cold]
     fn locate(&self, w: u64) -> u64 {
+        let k = self.symbols.partition_point(|&(s, _, _)| s <= w);
+        if let Some(&(start, end, name)) = k.checked_sub(1).map(|k| &self.symbols[k]) {
+            if w < end {
+                return crate::hash::fmix64(name ^ (w - start).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                    ^ SYMBOL_TAG;
+            }
+        }
         let i = self.ranges.partition_point(|&(s, _, _)| s <= w);
         match i.checked_sub(1).map(|i| self.ranges[i]) {
             Some((start, end, index)) if w < end => ((index << 40) | (w - start)) ^ MODULE_TAG,
             _ => w,
         }
     }
+}
+
+/// The executable's sized functions and statics (see [`Modules`]).
+fn exe_symbols(bias: u64) -> Vec<(u64, u64, u64)> {
+    let mut out = Vec::new();
+    crate::symbols::sized_code_and_data(|name, value, size| {
+        let name = crate::symbols::demangle(&String::from_utf8_lossy(name));
+        let h = crate::hash::fold_hash(name.as_bytes()) as u64;
+        out.push((bias + value as u64, bias + (value + size) as u64, h));
+    });
+    out.sort_unstable();
+    // Overlapping symbols (aliases): keep the first of each start.
+    out.dedup_by_key(|s| s.0);
+    out
 }
 
 /// The executable's TLS block in the calling thread, as `[start, end)`:
@@ -145,18 +183,25 @@ mod tests {
     static DATA: u64 = 7;
 
     #[test]
-    fn pointers_into_the_program_are_module_relative() {
+    fn pointers_into_the_program_are_relative() {
         let m = modules();
-        let f = pointers_into_the_program_are_module_relative as fn() as usize as u64;
+        let f = pointers_into_the_program_are_relative as fn() as usize as u64;
         let d = &DATA as *const u64 as u64;
         let s = "a literal".as_ptr() as u64;
         for p in [f, d, s] {
-            let r = m.relocate(p);
-            assert_ne!(r, p, "{p:#x} should be inside a module");
-            assert_eq!(r ^ MODULE_TAG, (r ^ MODULE_TAG) & ((1 << 48) - 1));
+            assert_ne!(m.relocate(p), p, "{p:#x} should be inside a module");
         }
-        // The executable is module 0: same offsets in every run of a build.
-        assert_eq!((m.relocate(f) ^ MODULE_TAG) >> 40, 0);
+        // A function and a static are named by the symbol table: (name,
+        // offset), the offset counting.
+        assert_ne!(m.relocate(f), m.relocate(f + 1));
+        assert_ne!(
+            m.relocate(f) ^ MODULE_TAG,
+            (m.relocate(f) ^ MODULE_TAG) & ((1 << 48) - 1)
+        );
+        // A literal is not: (module, offset), the executable being module 0.
+        let r = m.relocate(s) ^ MODULE_TAG;
+        assert_eq!(r, r & ((1 << 48) - 1));
+        assert_eq!(r >> 40, 0);
         let heap = Box::new(1u64);
         let h = &*heap as *const u64 as u64;
         assert_eq!(m.relocate(h), h, "the heap is no module");
