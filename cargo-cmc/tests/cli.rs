@@ -494,7 +494,7 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
             let stdout = text(&out.stdout);
             assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
             assert!(
-                stdout.contains("invariant violated: no_long_backoff_after_two_acks"),
+                stdout.contains("invariant violated: no_backoff_after_two_acks"),
                 "{mode:?}: {stdout}"
             );
             let summary = stdout.lines().last().unwrap();

@@ -234,6 +234,10 @@ pub(crate) struct Engine<'m, P: Process> {
     choice_pool: Vec<usize>,
     fp: Fingerprinter<P>,
     globals: Globals,
+    /// The seed base of the state being expanded (see
+    /// [`Engine::seed_key`]), computed once for all its transitions; set
+    /// and cleared by the search around each expansion.
+    seed_base: Option<(StateId, u128)>,
 }
 
 /// How one type of the model is fingerprinted.
@@ -728,6 +732,7 @@ impl<'m, P: Process> Engine<'m, P> {
             invariants: P::invariants(),
             registered: crate::registry::invariants_for::<P>(),
             initial,
+            seed_base: None,
             nodes: Vec::new(),
             choice_pool: Vec::new(),
             fp,
@@ -948,20 +953,29 @@ impl<'m, P: Process> Engine<'m, P> {
     /// the choice script, and the random-seed variant (variant 0 adds
     /// nothing, so a search with one seed draws what it always did).
     fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
-        use std::hash::{Hash, Hasher};
-        let base = match self.fp.process {
+        let base = match self.seed_base {
+            Some((state, base)) if state == pre => base,
+            _ => self.seed_base_of(pre),
+        };
+        // Mixed, not hashed: a seed needs to differ, not to resist anyone
+        // (this runs before every transition).
+        use crate::hash::fmix64;
+        let mut lo = base as u64;
+        let mut hi = (base >> 64) as u64;
+        let words = [((e.actor as u64) << 32) ^ e.handler as u64, u64::from(seed)];
+        for w in words.into_iter().chain(script.iter().map(|&c| c as u64)) {
+            lo = fmix64(lo ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            hi = fmix64(hi.rotate_left(29) ^ lo);
+        }
+        (u128::from(hi) << 64) | u128::from(fmix64(lo ^ script.len() as u64))
+    }
+
+    /// The part of a transition's seed that comes from its pre-state.
+    fn seed_base_of(&mut self, pre: StateId) -> u128 {
+        match self.fp.process {
             Chosen::Heap | Chosen::Bytes => self.mem.fingerprint(pre).0,
             _ => self.state_fingerprint(pre).map_or(0, |f| f.0),
-        };
-        let _sys = system_scope();
-        let mut h = StateHasher::default();
-        h.write_u128(base);
-        (e.actor, e.handler).hash(&mut h);
-        script.hash(&mut h);
-        if seed != 0 {
-            seed.hash(&mut h);
         }
-        h.finish128()
     }
 
     fn run_environment(&mut self, event: usize) {
@@ -1477,6 +1491,10 @@ impl<P: Process> Search<'_, '_, P> {
             return;
         }
         let seeds = self.engine.model.random_seeds as u32;
+        if crate::identity::random::enabled() {
+            let base = self.engine.seed_base_of(item.state);
+            self.engine.seed_base = Some((item.state, base));
+        }
         for event in events {
             // Every choice script with the default seed; when one of those
             // runs drew randomness, every script again with each other
@@ -1518,6 +1536,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             }
         }
+        self.engine.seed_base = None;
     }
 
     /// Runs one transition from `item` and handles its successor; returns

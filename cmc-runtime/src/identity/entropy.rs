@@ -23,28 +23,38 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 thread_local! {
-    /// The generator user code's entropy comes from during a transition.
+    /// The key of the current transition (its state and event), if one
+    /// is seeded.
+    static KEY: Cell<Option<u128>> = const { Cell::new(None) };
+    /// Whether user code drew entropy since the key was set; the generator
+    /// is built from the key on the first draw.
+    static DRAWN: Cell<bool> = const { Cell::new(false) };
+    /// The generator user code's entropy comes from.
     static ENTROPY: RefCell<Option<ChaCha12Rng>> = const { RefCell::new(None) };
 }
 
-thread_local! {
-    /// Whether user code drew entropy since the last seeding.
-    static DRAWN: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Seeds the entropy user code draws in the next transition.
-pub(crate) fn seed(seed: [u8; 32]) {
-    ENTROPY.with(|e| *e.borrow_mut() = Some(ChaCha12Rng::from_seed(seed)));
+/// Sets the key the entropy user code draws next comes from. Costs two
+/// thread-local writes: the generator is built only when user code draws.
+pub(crate) fn set_key(key: u128) {
+    KEY.with(|k| k.set(Some(key)));
     DRAWN.with(|d| d.set(false));
 }
 
-/// Whether user code drew entropy since the last [`seed`].
+/// The generator's seed for `key`.
+pub(crate) fn seed_of(key: u128) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    seed[..16].copy_from_slice(&key.rotate_left(64).to_le_bytes());
+    seed[16..].copy_from_slice(&(key ^ 0x0065_6e74_726f_7079).to_le_bytes());
+    seed
+}
+
+/// Whether user code drew entropy since the last [`set_key`].
 pub(crate) fn drawn() -> bool {
     DRAWN.with(Cell::get)
 }
 
-/// Fills `buf` from the transition's generator if user code runs and one is
-/// seeded; false otherwise (the caller then asks the C library).
+/// Fills `buf` from the transition's generator if user code runs and a key
+/// is set; false otherwise (the caller then asks the C library).
 ///
 /// # Safety
 /// `buf` is valid for `len` bytes of writes.
@@ -52,13 +62,18 @@ unsafe fn fill(buf: *mut u8, len: usize) -> bool {
     if !crate::ctx::in_user_code() {
         return false;
     }
+    let Some(key) = KEY.try_with(Cell::get).ok().flatten() else {
+        return false;
+    };
     ENTROPY
         .try_with(|e| {
             let Ok(mut e) = e.try_borrow_mut() else {
                 return false;
             };
+            if !DRAWN.with(|d| d.replace(true)) {
+                *e = Some(ChaCha12Rng::from_seed(seed_of(key)));
+            }
             let Some(rng) = e.as_mut() else { return false };
-            let _ = DRAWN.try_with(|d| d.set(true));
             if len > 0 {
                 // SAFETY: the caller's contract.
                 rng.fill_bytes(unsafe { std::slice::from_raw_parts_mut(buf, len) });

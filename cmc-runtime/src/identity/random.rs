@@ -4,16 +4,22 @@
 //! in every run, in the determinism check and in replay, and randomized
 //! code (a randomized election timeout) needs no pinning.
 //!
-//! Before each transition cmc replaces the thread RNG of rand 0.8 — a
-//! ChaCha12 generator behind a reseeding adapter, shared by every
-//! `ThreadRng` handle of the thread — with a fresh one seeded from the
-//! state's fingerprint and the event (process, handler, choice script). The
-//! adapter would reseed itself from the operating system after a `fork`
-//! (cmc checks in a forked child), so cmc also clears rand's fork counter,
-//! found by name in the executable's symbol table. At setup cmc verifies
-//! that its seed is what the thread RNG draws from; when it is not (another
-//! rand version, a stripped binary) randomness is left alone, and the
-//! determinism check reports the handlers that draw.
+//! rand 0.8's thread RNG is a ChaCha12 generator behind a reseeding
+//! adapter, shared by every `ThreadRng` handle of the thread, which
+//! reseeds itself from the operating system after a `fork` (rand counts
+//! forks in a global, found here by name in the executable's symbol
+//! table). cmc keeps the generator *pristine* between transitions: fresh,
+//! its buffer empty, and the fork counter ahead of it, so its first use
+//! reseeds it from the operating system — which, inside user code, is the
+//! entropy cmc derives from the state's fingerprint and the event
+//! ([`super::entropy`]). A transition that draws nothing costs nothing
+//! more; one that draws leaves the generator used, and cmc makes it
+//! pristine again before the next. When that cannot work (no fork counter
+//! in a stripped binary, no interposed `syscall`), cmc installs a generator
+//! seeded from the key before every transition instead. At setup cmc
+//! verifies that the draws are what it expects; when they are not
+//! (another rand version) randomness is left alone, and the determinism
+//! check reports the handlers that draw.
 //!
 //! The keys of std's `RandomState` are controlled the same way: each new
 //! `RandomState` (each new `HashMap`) takes its keys from a thread-local
@@ -61,9 +67,35 @@ type Inner = ReseedingRng<ChaCha12Core, OsRng>;
 const THRESHOLD: u64 = 64 * 1024;
 
 /// What setup found: rand's fork counter, if the thread RNG can be
-/// controlled.
+/// controlled, and how.
 struct Control {
     fork_counter: Option<&'static AtomicUsize>,
+    /// Whether the thread RNG can be left to reseed itself, on its first
+    /// use in a transition, from the entropy cmc serves user code
+    /// (`identity::entropy`): then a transition that draws nothing costs
+    /// nothing.
+    lazy: bool,
+}
+
+thread_local! {
+    /// Whether this thread's RNG is pristine (lazy control): its buffer
+    /// empty and its next use a reseed from cmc's entropy.
+    static PRISTINE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Makes the thread RNG pristine: a fresh generator (its buffer empty)
+/// that considers itself forked, so its first use reseeds it from the
+/// operating system's entropy, which inside user code is cmc's.
+///
+/// The counter only ever grows here: a generator of another thread that
+/// reseeded at count `n` is not disturbed, and a pristine one (which
+/// counts none) always sees a fork.
+fn install_pristine(control: &Control) -> bool {
+    let Some(counter) = control.fork_counter else {
+        return false;
+    };
+    counter.fetch_max(1, std::sync::atomic::Ordering::Relaxed);
+    install([0; 32], control, false)
 }
 
 static CONTROL: OnceLock<Option<Control>> = OnceLock::new();
@@ -82,10 +114,12 @@ fn inner() -> Option<Rc<UnsafeCell<Inner>>> {
 }
 
 /// Replaces the thread RNG by one seeded with `seed`; false when the RNG
-/// cannot be controlled.
-fn install(seed: [u8; 32], control: &Control) -> bool {
+/// cannot be controlled. A new generator counts no fork; it reseeds itself
+/// on first use when rand's fork counter is above zero, so the eager
+/// control clears the counter (which other threads' generators share).
+fn install(seed: [u8; 32], control: &Control, clear_forks: bool) -> bool {
     let Some(rng) = inner() else { return false };
-    if let Some(counter) = control.fork_counter {
+    if let (Some(counter), true) = (control.fork_counter, clear_forks) {
         counter.store(0, std::sync::atomic::Ordering::Relaxed);
     }
     let fresh = ReseedingRng::new(ChaCha12Core::from_seed(seed), THRESHOLD, OsRng);
@@ -107,11 +141,29 @@ fn control() -> Option<&'static Control> {
             // SAFETY: the symbol is rand's `static AtomicUsize` (its name
             // and size), at its load address.
             .map(|(value, _)| unsafe { &*((bias + value) as *const AtomicUsize) });
-            let control = Control { fork_counter };
-            // Verify: a controlled draw is ChaCha12 from the seed.
+            let mut control = Control {
+                fork_counter,
+                lazy: false,
+            };
+            // Verify the lazy control: a draw in user code from a pristine
+            // RNG is ChaCha12 seeded from the first 32 bytes of the
+            // entropy stream of the key.
+            let key = 0x636d_635f_6c61_7a79_5f63_6865_636b_2121;
+            if install_pristine(&control) {
+                super::entropy::set_key(key);
+                let drawn = crate::ctx::user_code(false, || rand::thread_rng().next_u64()).ok();
+                let mut stream = rand_chacha::ChaCha12Rng::from_seed(super::entropy::seed_of(key));
+                let mut core = [0u8; 32];
+                stream.fill_bytes(&mut core);
+                let expected = rand_chacha::ChaCha12Rng::from_seed(core).next_u64();
+                control.lazy = drawn == Some(expected);
+            }
+            // Else verify the eager control: a draw is ChaCha12 from the
+            // seed installed.
             let seed = [7u8; 32];
             let expected = rand_chacha::ChaCha12Rng::from_seed(seed).next_u64();
-            let ok = install(seed, &control) && rand::thread_rng().next_u64() == expected;
+            let ok = control.lazy
+                || (install(seed, &control, true) && rand::thread_rng().next_u64() == expected);
             ok.then_some(control)
         })
         .as_ref()
@@ -208,9 +260,10 @@ thread_local! {
 }
 
 /// Whether user code drew randomness since the last [`seed_for`]: from the
-/// thread RNG (its next output is not the seed's first), the operating
-/// system's entropy, or a new `RandomState`. Draws from the thread RNG
-/// itself, which the next seeding replaces.
+/// thread RNG (which, under the lazy control, reseeds from the entropy on
+/// first use; under the eager one, its next output is not the seed's
+/// first), the operating system's entropy, or a new `RandomState`. Draws
+/// from the thread RNG itself, which the next seeding replaces.
 pub(crate) fn drew() -> bool {
     let _sys = crate::ctx::system_scope();
     let (seed, k0) = SEEDED.with(Cell::get);
@@ -248,19 +301,33 @@ pub(crate) fn seed_for(key: u128) {
             found
         })
     });
-    let mut entropy = [0u8; 32];
-    entropy[..16].copy_from_slice(&key.rotate_left(64).to_le_bytes());
-    entropy[16..].copy_from_slice(&(key ^ 0x0065_6e74_726f_7079).to_le_bytes());
-    super::entropy::seed(entropy);
     let k = key ^ 0x636d_635f_7261_6e64_6f6d_5f6b_6579_7321;
     if let Some(cell) = cell {
         set_keys(cell, k as u64, (k >> 64) as u64);
     }
-    let mut seed = [0u8; 32];
-    seed[..16].copy_from_slice(&key.to_le_bytes());
-    seed[16..].copy_from_slice(&(!key).rotate_left(17).to_le_bytes());
-    let installed = control().is_some_and(|control| install(seed, control));
-    SEEDED.with(|s| s.set((installed.then_some(seed), k as u64)));
+    // A transition that drew (or user code between transitions) used the
+    // thread RNG: make it pristine again.
+    // (Set up first: its verification draws with a key of its own.)
+    let control = control();
+    let drew_before = super::entropy::drawn();
+    super::entropy::set_key(key);
+    let mut eager = None;
+    match control {
+        Some(control) if control.lazy && (drew_before || !PRISTINE.with(Cell::get)) => {
+            let pristine = install_pristine(control);
+            PRISTINE.with(|p| p.set(pristine));
+        }
+        // Still pristine: nothing drew since it was made so.
+        Some(control) if control.lazy => {}
+        Some(control) => {
+            let mut seed = [0u8; 32];
+            seed[..16].copy_from_slice(&key.to_le_bytes());
+            seed[16..].copy_from_slice(&(!key).rotate_left(17).to_le_bytes());
+            eager = install(seed, control, true).then_some(seed);
+        }
+        None => {}
+    }
+    SEEDED.with(|s| s.set((eager, k as u64)));
 }
 
 #[cfg(test)]
@@ -283,13 +350,21 @@ mod tests {
     #[test]
     fn a_seed_fixes_the_thread_rng() {
         use rand::Rng;
-        seed_for(42);
-        let a: [u32; 4] = rand::thread_rng().gen();
-        seed_for(42);
-        let b: [u32; 4] = rand::thread_rng().gen();
-        seed_for(43);
-        let c: [u32; 4] = rand::thread_rng().gen();
+        // Draws are controlled inside user code.
+        let draw = |key| {
+            seed_for(key);
+            crate::ctx::user_code(false, || rand::thread_rng().gen::<[u32; 4]>()).unwrap()
+        };
+        let (a, b, c) = (draw(42), draw(42), draw(43));
         assert_eq!(a, b);
         assert_ne!(a, c);
+        assert!(
+            control().is_some_and(|c| c.lazy),
+            "the lazy control works here"
+        );
+        // A transition that draws nothing leaves the RNG pristine.
+        seed_for(44);
+        seed_for(42);
+        assert_eq!(draw(42), a);
     }
 }
