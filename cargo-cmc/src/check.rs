@@ -62,6 +62,34 @@ pub(crate) fn file_stem(model: &str) -> String {
         .collect()
 }
 
+/// How the project was built, for the traces (replay rebuilds it so).
+fn build_info(project: &Project) -> cmc::BuildInfo {
+    let args = &project.args;
+    cmc::BuildInfo {
+        packages: args.packages.clone(),
+        features: args
+            .features
+            .iter()
+            .flat_map(|f| f.split([' ', ',']))
+            .filter(|f| !f.is_empty())
+            .map(str::to_string)
+            .collect(),
+        all_features: args.all_features,
+        no_default_features: args.no_default_features,
+        cmc_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// A short hash of a trace's contents, so that traces of different
+/// violations (or of the same one under other features) get different
+/// files.
+fn short_hash(trace: &cmc::Trace) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    trace.to_json().hash(&mut h);
+    format!("{:08x}", h.finish() as u32)
+}
+
 fn save(project: &Project, result: &CheckResult) -> Result<Vec<Saved>> {
     let traces = project.target_dir.join("cmc").join("traces");
     let reports = project.target_dir.join("cmc").join("reports");
@@ -71,15 +99,18 @@ fn save(project: &Project, result: &CheckResult) -> Result<Vec<Saved>> {
         .with_context(|| format!("cannot create {}", reports.display()))?;
     let stem = file_stem(&result.model);
     let mut saved = Vec::new();
-    for (i, v) in result.violations.iter().enumerate() {
-        let suffix = if result.violations.len() > 1 {
-            format!("-{}", i + 1)
-        } else {
-            String::new()
-        };
-        let trace_file = traces.join(format!("{stem}{suffix}.json"));
-        let report_file = reports.join(format!("{stem}{suffix}.html"));
-        v.trace
+    for v in &result.violations {
+        let mut trace = v.trace.clone();
+        trace.build = Some(build_info(project));
+        // One file per violation: model, property, contents.
+        let name = format!(
+            "{stem}--{}-{}",
+            file_stem(&v.record.property),
+            short_hash(&trace)
+        );
+        let trace_file = traces.join(format!("{name}.json"));
+        let report_file = reports.join(format!("{name}.html"));
+        trace
             .save(&trace_file)
             .with_context(|| format!("cannot write {}", trace_file.display()))?;
         std::fs::write(&report_file, crate::report::render(&v.trace))
@@ -92,10 +123,28 @@ fn save(project: &Project, result: &CheckResult) -> Result<Vec<Saved>> {
     Ok(saved)
 }
 
+/// `text` quoted for a POSIX shell, when it needs to be.
+pub(crate) fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The command that replays `trace_file` (which records the features and
+/// packages it was checked with), ready to paste.
 pub(crate) fn replay_command(project: &Project, trace_file: &Path) -> String {
-    let mut cmd = format!("cargo cmc replay {}", trace_file.display());
+    let mut cmd = format!(
+        "cargo cmc replay {}",
+        shell_quote(&trace_file.display().to_string())
+    );
     if let Some(m) = &project.manifest_path {
-        cmd += &format!(" --manifest-path {}", m.display());
+        cmd += &format!(" --manifest-path {}", shell_quote(&m.display().to_string()));
     }
     cmd
 }

@@ -9,6 +9,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub(crate) const OK: u8 = 0;
 pub(crate) const VIOLATION: u8 = 1;
 pub(crate) const FAILURE: u8 = 2;
+/// `cargo cmc replay`: the trace ends in another violation than it recorded.
+pub(crate) const OTHER_VIOLATION: u8 = 3;
+/// `cargo cmc replay`: the trace no longer fits the program (a step is not
+/// enabled or reaches another state than recorded).
+pub(crate) const DIVERGED: u8 = 4;
 
 #[derive(Parser, Debug)]
 #[command(name = "cargo", bin_name = "cargo")]

@@ -4,11 +4,70 @@ use anyhow::{anyhow, bail, Context, Result};
 use cmc::registry::RunOptions;
 use cmc::{ReplayOutcome, Step, Trace};
 
-use crate::cli::{ReplayArgs, OK, VIOLATION};
+use crate::cli::{ProjectArgs, ReplayArgs, DIVERGED, OK, OTHER_VIOLATION, VIOLATION};
+
+/// The build flags to replay with: the command line's when it gives any,
+/// else the ones the trace recorded (saying so either way).
+fn build_args(given: &ProjectArgs, trace: &Trace) -> ProjectArgs {
+    let mut args = given.clone();
+    let Some(b) = &trace.build else {
+        return args;
+    };
+    let describe = |features: &[String], all: bool, no_default: bool, packages: &[String]| {
+        let mut flags = Vec::new();
+        if !features.is_empty() {
+            flags.push(format!("--features {}", features.join(",")));
+        }
+        if all {
+            flags.push("--all-features".into());
+        }
+        if no_default {
+            flags.push("--no-default-features".into());
+        }
+        for p in packages {
+            flags.push(format!("-p {p}"));
+        }
+        if flags.is_empty() {
+            "no feature flags".to_string()
+        } else {
+            flags.join(" ")
+        }
+    };
+    let recorded = describe(
+        &b.features,
+        b.all_features,
+        b.no_default_features,
+        &b.packages,
+    );
+    let on_command_line = !given.features.is_empty()
+        || given.all_features
+        || given.no_default_features
+        || !given.packages.is_empty();
+    if on_command_line {
+        let now = describe(
+            &given.features,
+            given.all_features,
+            given.no_default_features,
+            &given.packages,
+        );
+        if now != recorded {
+            println!("cmc: building with {now} from the command line; the trace was checked with {recorded}");
+        }
+    } else {
+        args.features = b.features.clone();
+        args.all_features = b.all_features;
+        args.no_default_features = b.no_default_features;
+        args.packages = b.packages.clone();
+        if recorded != "no feature flags" {
+            println!("cmc: building with {recorded}, as the trace was checked");
+        }
+    }
+    args
+}
 
 pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
     let trace = Trace::load(&args.trace).map_err(|e| anyhow!("{e}"))?;
-    let project = crate::project::discover(&args.project)?;
+    let project = crate::project::discover(&build_args(&args.project, &trace))?;
     let built = crate::harness::build_all(&project)?;
     let Some((harness, _)) = built
         .iter()
@@ -63,10 +122,20 @@ pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
         }
         Ok(())
     })?;
+    let recorded = trace.violation.as_ref();
     match outcome.context("the harness printed no outcome")? {
-        ReplayOutcome::Reproduced(v) => {
+        ReplayOutcome::Reproduced(v)
+            if recorded.is_none_or(|r| r.kind == v.kind && r.property == v.property) =>
+        {
             println!("the violation reproduces: {v}");
             Ok(VIOLATION)
+        }
+        ReplayOutcome::Reproduced(v) => {
+            println!("the trace now ends in another violation: {v}");
+            if let Some(r) = recorded {
+                println!("it recorded: {r}");
+            }
+            Ok(OTHER_VIOLATION)
         }
         ReplayOutcome::Stopped { step } => {
             println!("stopped after step {step}, as asked; every step so far matched the trace");
@@ -75,13 +144,27 @@ pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
         ReplayOutcome::Diverged {
             step: 0, message, ..
         } => {
-            bail!("the trace does not match this build of the model: {message}")
+            println!(
+                "the trace does not fit this build of the model (the program or the model \
+                 changed since it was recorded, or its initial state is not deterministic): {message}"
+            );
+            Ok(DIVERGED)
         }
         ReplayOutcome::Diverged { step, message, .. } => {
-            bail!("the replay diverged at step {step}: {message}")
+            println!("the replay diverged at step {step}: {message}");
+            Ok(DIVERGED)
         }
         ReplayOutcome::NoViolation => {
-            bail!("every step matched, but the final state violates nothing: the trace does not reproduce")
+            match recorded {
+                Some(r) => println!(
+                    "every step ran as recorded, and the final state violates nothing: the \
+                     recorded violation no longer occurs ({r})"
+                ),
+                None => {
+                    println!("every step ran as recorded, and the final state violates nothing")
+                }
+            }
+            Ok(OK)
         }
         other => bail!("unexpected replay outcome {other:?}"),
     }

@@ -299,13 +299,14 @@ fn bad_trace_files_are_clear_errors() {
         "which this project does not have",
     );
 
+    // A trace that does not fit the build is a verdict, not a tool error.
     let mut rebuilt = good;
     rebuilt["initial_fingerprint"] = "0123456789abcdef".into();
-    rejects(
-        "rebuilt.json",
-        &rebuilt.to_string(),
-        "does not match this build",
-    );
+    let file = dir.join("rebuilt.json");
+    std::fs::write(&file, rebuilt.to_string()).unwrap();
+    let out = run(&fixture("violating"), &["replay", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("the trace does not fit this build"));
 }
 
 #[test]
@@ -454,10 +455,10 @@ fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Copies a fixture to a temporary directory, with an absolute path to the
-/// runtime.
-fn copy_of(name: &str) -> PathBuf {
-    let dir = tempdir(name);
+/// Copies a fixture to a temporary directory named after `dir_name`, with
+/// an absolute path to the runtime.
+fn copy_of(name: &str, dir_name: &str) -> PathBuf {
+    let dir = tempdir(dir_name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let manifest = std::fs::read_to_string(fixture(name).join("Cargo.toml"))
         .unwrap()
@@ -481,9 +482,16 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
     // default identity and under the canonical heap; the emitted test (a
     // different executable: the function pointer is named by its symbol)
     // fails while the bug is there.
-    let dir = copy_of("worldly");
+    let dir = copy_of("worldly", "worldly");
     for mode in [None, Some("heap")] {
-        let mut args = vec!["check", "--strategy", "bfs", "--check-determinism"];
+        let mut args = vec![
+            "check",
+            "--strategy",
+            "bfs",
+            "--check-determinism",
+            "--features",
+            "bug-keep-backoff",
+        ];
         if let Some(m) = mode {
             args.extend(["--fingerprint", m]);
         }
@@ -530,6 +538,8 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
             "check",
             "--strategy",
             "bfs",
+            "--features",
+            "bug-keep-backoff",
             "--emit-test",
             "tests/regression.rs",
         ],
@@ -538,7 +548,14 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
     let out = std::process::Command::new(env!("CARGO"))
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", target_dir())
-        .args(["test", "--release", "--test", "regression"])
+        .args([
+            "test",
+            "--release",
+            "--features",
+            "bug-keep-backoff",
+            "--test",
+            "regression",
+        ])
         .output()
         .unwrap();
     let all = text(&out.stdout) + &text(&out.stderr);
@@ -547,6 +564,85 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
         "the emitted test passed while the bug is there"
     );
     assert!(all.contains("the counterexample still reproduces"), "{all}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_printed_replay_command_rebuilds_with_the_traces_features() {
+    // A crate in a directory whose name has a space and a quote, checked
+    // with a feature: the printed command, pasted into a shell as is,
+    // rebuilds with that feature and reproduces the violation (exit 1);
+    // after the handler changes, the same command says the trace no
+    // longer fits (exit 4).
+    let dir = copy_of("worldly", "it's a crate");
+    let out = run(
+        &dir,
+        &[
+            "check",
+            "--strategy",
+            "bfs",
+            "--features",
+            "bug-keep-backoff",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let command = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("replay it with: "))
+        .expect("a replay command")
+        .to_string();
+    assert!(
+        command.contains("--no_backoff_after_two_acks-"),
+        "one file per violation, named by its property: {command}"
+    );
+    let cargo_cmc = assert_cmd::cargo::cargo_bin("cargo-cmc");
+    let path = format!(
+        "{}:{}",
+        cargo_cmc.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let paste = || {
+        std::process::Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .unwrap()
+    };
+    let out = paste();
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{command}\n{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("building with --features bug-keep-backoff, as the trace was checked"),
+        "{replayed}"
+    );
+    assert!(replayed.contains("the violation reproduces"), "{replayed}");
+    // The handler changes: longer backoffs.
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        lib.replace("gen_range(1..=3)", "gen_range(2..=4)"),
+    )
+    .unwrap();
+    let out = paste();
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("the replay diverged at step"),
+        "{replayed}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1297,6 +1297,7 @@ impl<'m, P: Process> Engine<'m, P> {
             steps: out,
             also_violated,
             violation: Some(record),
+            build: None,
         }
     }
 }
@@ -1742,6 +1743,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 steps: Vec::new(),
                 violation: Some(record.clone()),
                 also_violated: Vec::new(),
+                build: None,
             };
             return Ok(CheckResult {
                 model: model.name.clone(),

@@ -100,59 +100,11 @@ impl Globals {
     }
 
     fn find_ranges(&mut self) {
-        struct Found {
-            ranges: Vec<(usize, usize)>,
-            bias: usize,
-        }
-        unsafe extern "C" fn each(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut libc::c_void,
-        ) -> libc::c_int {
-            // SAFETY: `data` is the `Found` passed below; `info` is valid
-            // for this call (dl_iterate_phdr's contract).
-            let (found, info) = unsafe { (&mut *(data as *mut Found), &*info) };
-            // The first object is the executable, which holds all Rust code
-            // (std included): the only module whose globals Rust code
-            // initializes.
-            let bias = info.dlpi_addr as usize;
-            // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
-            let phdrs =
-                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
-            let relro = phdrs
-                .iter()
-                .find(|p| p.p_type == libc::PT_GNU_RELRO)
-                .map(|p| {
-                    (
-                        bias + p.p_vaddr as usize,
-                        bias + (p.p_vaddr + p.p_memsz) as usize,
-                    )
-                });
-            for p in phdrs {
-                if p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_W != 0 {
-                    let mut start = bias + p.p_vaddr as usize;
-                    let end = bias + (p.p_vaddr + p.p_memsz) as usize;
-                    // Relocated read-only data holds no lazily set words.
-                    if let Some((rs, re)) = relro {
-                        if rs <= start && re > start {
-                            start = re;
-                        }
-                    }
-                    if start < end {
-                        found.ranges.push((start.next_multiple_of(8), end & !7));
-                    }
-                }
-            }
-            found.bias = bias;
-            1 // Stop: only the executable.
-        }
+        let (ranges, bias) = exe_writable();
         let mut found = Found {
-            ranges: Vec::new(),
-            bias: 0,
+            ranges: ranges.clone(),
+            bias: *bias,
         };
-        // SAFETY: `each` matches the callback type and only reads the
-        // headers for the duration of the call.
-        unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut libc::c_void) };
         let tls = crate::identity::layout::exe_tls_block();
         if let Some((s, e)) = tls {
             found.ranges.push((s.next_multiple_of(8), e & !7));
@@ -476,4 +428,71 @@ impl Globals {
             },
         )
     }
+}
+
+/// The executable's writable data (past its relocated read-only part) and
+/// its load bias, found once: `dl_iterate_phdr` takes the dynamic loader's
+/// lock, which a forked child must never wait for (another thread may have
+/// held it at the fork), so the child uses what the parent found.
+pub(crate) fn exe_writable() -> &'static (Vec<(usize, usize)>, usize) {
+    static FOUND: std::sync::OnceLock<(Vec<(usize, usize)>, usize)> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let _sys = crate::ctx::system_scope();
+        unsafe extern "C" fn each(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> libc::c_int {
+            // SAFETY: `data` is the `Found` passed below; `info` is valid
+            // for this call (dl_iterate_phdr's contract).
+            let (found, info) = unsafe { (&mut *(data as *mut Found), &*info) };
+            // The first object is the executable, which holds all Rust code
+            // (std included): the only module whose globals Rust code
+            // initializes.
+            let bias = info.dlpi_addr as usize;
+            // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+            let phdrs =
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+            let relro = phdrs
+                .iter()
+                .find(|p| p.p_type == libc::PT_GNU_RELRO)
+                .map(|p| {
+                    (
+                        bias + p.p_vaddr as usize,
+                        bias + (p.p_vaddr + p.p_memsz) as usize,
+                    )
+                });
+            for p in phdrs {
+                if p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_W != 0 {
+                    let mut start = bias + p.p_vaddr as usize;
+                    let end = bias + (p.p_vaddr + p.p_memsz) as usize;
+                    // Relocated read-only data holds no lazily set words.
+                    if let Some((rs, re)) = relro {
+                        if rs <= start && re > start {
+                            start = re;
+                        }
+                    }
+                    if start < end {
+                        found.ranges.push((start.next_multiple_of(8), end & !7));
+                    }
+                }
+            }
+            found.bias = bias;
+            1 // Stop: only the executable.
+        }
+        let mut found = Found {
+            ranges: Vec::new(),
+            bias: 0,
+        };
+        // SAFETY: `each` matches the callback type and only reads the
+        // headers for the duration of the call.
+        unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut libc::c_void) };
+        (found.ranges, found.bias)
+    })
+}
+
+/// The executable's writable ranges and load bias, as found.
+struct Found {
+    ranges: Vec<(usize, usize)>,
+    bias: usize,
 }

@@ -234,6 +234,18 @@ pub(crate) enum ChildEnd {
 /// Runs `work` in a forked child; its returned text comes back to the
 /// parent. `work` must not return until it is done with the crash log.
 pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<ChildEnd> {
+    // What the child reads once and caches (the modules and symbols, the
+    // control of randomness, cmc's own globals) is set up here first: a
+    // one-time initialization another thread was in the middle of at the
+    // fork would never finish in the child, which would wait for it
+    // forever.
+    crate::identity::layout::modules();
+    crate::identity::layout::exe_tls_block();
+    crate::globals::exe_writable();
+    crate::identity::random::warm();
+    crate::identity::entropy::warm();
+    crate::identity::clock::real();
+    crate::symbols::own_globals();
     let log = CrashLog::new()?;
     let mut err_pipe = [0; 2];
     let mut out_pipe = [0; 2];

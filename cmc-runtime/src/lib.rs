@@ -50,7 +50,7 @@ pub use crate::model::{
 };
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
 pub use crate::trace::{
-    CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
+    BuildInfo, CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
     ViolationRecord, TRACE_VERSION,
 };
 pub use crate::world::World;

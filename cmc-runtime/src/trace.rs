@@ -170,6 +170,30 @@ pub struct Trace {
     /// failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_violated: Vec<String>,
+    /// How the checked program was built, when `cargo cmc` recorded it:
+    /// `cargo cmc replay` rebuilds it the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildInfo>,
+}
+
+/// How the program a trace comes from was built (recorded by `cargo cmc`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// The packages selected (`-p`), if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
+    /// The features enabled (`--features`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+    /// `--all-features`.
+    #[serde(default)]
+    pub all_features: bool,
+    /// `--no-default-features`.
+    #[serde(default)]
+    pub no_default_features: bool,
+    /// The version of cmc that checked it.
+    #[serde(default)]
+    pub cmc_version: String,
 }
 
 impl Trace {

@@ -31,12 +31,13 @@ pub const VIRTUAL_REALTIME: libc::timespec = libc::timespec {
     tv_nsec: 0,
 };
 
-type ClockGettime = unsafe extern "C" fn(libc::clockid_t, *mut libc::timespec) -> libc::c_int;
+pub(crate) type ClockGettime =
+    unsafe extern "C" fn(libc::clockid_t, *mut libc::timespec) -> libc::c_int;
 
 /// The C library's `clock_gettime`, once found.
 static REAL: AtomicUsize = AtomicUsize::new(0);
 
-fn real() -> Option<ClockGettime> {
+pub(crate) fn real() -> Option<ClockGettime> {
     let mut f = REAL.load(Ordering::Acquire);
     if f == 0 {
         // SAFETY: a NUL-terminated name; RTLD_NEXT finds the next definition

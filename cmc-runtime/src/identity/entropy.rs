@@ -83,6 +83,19 @@ unsafe fn fill(buf: *mut u8, len: usize) -> bool {
         .unwrap_or(false)
 }
 
+/// The C library's definitions, once found.
+static REAL_GETRANDOM: AtomicUsize = AtomicUsize::new(0);
+static REAL_GETENTROPY: AtomicUsize = AtomicUsize::new(0);
+static REAL_SYSCALL: AtomicUsize = AtomicUsize::new(0);
+
+/// Finds the C library's definitions now: `dlsym` takes the dynamic
+/// loader's lock, which a forked child must never wait for.
+pub(crate) fn warm() {
+    next(&REAL_GETRANDOM, c"getrandom");
+    next(&REAL_GETENTROPY, c"getentropy");
+    next(&REAL_SYSCALL, c"syscall");
+}
+
 /// The next definition of `name` after this executable's (the C
 /// library's), cached in `slot`.
 fn next(slot: &AtomicUsize, name: &std::ffi::CStr) -> usize {
@@ -110,8 +123,7 @@ pub unsafe extern "C" fn getrandom(
     if unsafe { fill(buf.cast(), len) } {
         return len as libc::ssize_t;
     }
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    match next(&REAL, c"getrandom") {
+    match next(&REAL_GETRANDOM, c"getrandom") {
         // SAFETY: the system call with the caller's arguments.
         0 => unsafe { libc::syscall(libc::SYS_getrandom, buf, len, flags) as libc::ssize_t },
         f => {
@@ -140,8 +152,7 @@ pub unsafe extern "C" fn getentropy(buf: *mut libc::c_void, len: libc::size_t) -
             return 0;
         }
     }
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    match next(&REAL, c"getentropy") {
+    match next(&REAL_GETENTROPY, c"getentropy") {
         0 => {
             // SAFETY: errno is this thread's.
             unsafe { *libc::__errno_location() = libc::ENOSYS };
@@ -185,8 +196,7 @@ pub unsafe extern "C" fn syscall(
             return a2;
         }
     }
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    let f = next(&REAL, c"syscall");
+    let f = next(&REAL_SYSCALL, c"syscall");
     assert!(f != 0, "cmc: the C library's `syscall` was not found");
     type F = unsafe extern "C" fn(
         libc::c_long,

@@ -145,7 +145,24 @@ fn exe_symbols(bias: u64) -> Vec<(u64, u64, u64)> {
 
 /// The executable's TLS block in the calling thread, as `[start, end)`:
 /// where std's and rand's thread-locals live.
+/// Found once per thread: `dl_iterate_phdr` takes the dynamic loader's
+/// lock, which a forked child must never wait for (see
+/// `isolate::run_in_child`).
 pub(crate) fn exe_tls_block() -> Option<(usize, usize)> {
+    thread_local! {
+        static BLOCK: std::cell::Cell<Option<Option<(usize, usize)>>> =
+            const { std::cell::Cell::new(None) };
+    }
+    BLOCK.with(|b| {
+        b.get().unwrap_or_else(|| {
+            let found = find_exe_tls_block();
+            b.set(Some(found));
+            found
+        })
+    })
+}
+
+fn find_exe_tls_block() -> Option<(usize, usize)> {
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,

@@ -129,6 +129,17 @@ fn install(seed: [u8; 32], control: &Control, clear_forks: bool) -> bool {
     true
 }
 
+/// Sets up the control of randomness now (see `isolate::run_in_child`).
+pub(crate) fn warm() {
+    let _sys = crate::ctx::system_scope();
+    let _ = control();
+    KEYS_CELL.with(|c| {
+        if c.get().is_none() {
+            c.set(Some(find_keys_cell()));
+        }
+    });
+}
+
 fn control() -> Option<&'static Control> {
     CONTROL
         .get_or_init(|| {
