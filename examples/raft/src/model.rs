@@ -1,0 +1,204 @@
+//! The key-value node as a cmc process, its environment, the Raft paper's
+//! safety properties (Figure 3) and the registered models.
+//!
+//! The environment: cmc's network carries raft's own `eraftpb::Message`;
+//! a node's election timeout and a leader's heartbeat timer are events (time
+//! is abstract: a timeout is one event, whatever the ticks); clients propose
+//! at the leader; a node may crash and restart from its disk; its disk may
+//! sync what it was handed. Proposals, crashes, terms and heartbeats are
+//! bounded so that the state space is finite.
+
+use cmc::{Ctx, Model, NetworkConfig, View, World};
+use raft::eraftpb::Message;
+
+use crate::{Id, Limits, Node};
+
+/// What the environment has done so far, shared by all nodes.
+#[derive(Debug, Default)]
+pub struct Environment {
+    /// Client proposals made.
+    pub proposals: u32,
+    /// Crashes so far.
+    pub crashes: u32,
+}
+
+#[cmc::process(msg = Message, shared = Environment)]
+impl Node {
+    /// A message arrives.
+    #[handler(guard = has_mail)]
+    fn deliver(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if let Some((_, msg)) = ctx.recv() {
+            self.receive(msg);
+            self.flush(ctx);
+        }
+    }
+
+    /// The disk syncs the writes it was handed.
+    #[handler(guard = Self::has_unsynced)]
+    fn disk_sync(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.sync();
+        self.flush(ctx);
+    }
+
+    /// The election timeout fires.
+    #[handler(guard = Self::may_time_out)]
+    fn election_timer(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.election_timeout();
+        self.flush(ctx);
+    }
+
+    /// The leader's heartbeat timer fires.
+    #[handler(guard = Self::may_heartbeat)]
+    fn heartbeat_timer(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.heartbeat();
+        self.flush(ctx);
+    }
+
+    /// A client asks the leader to write.
+    #[handler(guard = may_propose)]
+    fn client_put(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let n = ctx.with_shared(|env| {
+            env.proposals += 1;
+            env.proposals
+        });
+        self.propose("x", &n.to_string());
+        self.flush(ctx);
+    }
+
+    /// The node crashes and restarts from its disk.
+    #[handler(guard = may_crash)]
+    fn crash_restart(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.with_shared(|env| env.crashes += 1);
+        self.crash();
+        self.flush(ctx);
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx<'_, Self>) {
+        for (to, msg) in self.take_outbox() {
+            // A full network drops what does not fit, as a real one would.
+            let _ = ctx.send(index(to), msg);
+        }
+    }
+}
+
+/// The cmc process index of raft id `id`.
+fn index(id: Id) -> usize {
+    usize::try_from(id - 1).expect("raft ids are small")
+}
+
+fn has_mail(_: &Node, view: &View<'_, Node>) -> bool {
+    view.has_mail()
+}
+
+fn may_propose(node: &Node, view: &View<'_, Node>) -> bool {
+    node.is_leader() && view.shared().proposals < node.limits.proposals
+}
+
+fn may_crash(node: &Node, view: &View<'_, Node>) -> bool {
+    view.shared().crashes < node.limits.crashes
+}
+
+fn nodes<'a>(world: &World<'a, Node>) -> Vec<&'a Node> {
+    world.processes().collect()
+}
+
+/// At most one leader per term.
+#[cmc::invariant]
+fn election_safety(world: &World<'_, Node>) -> Result<(), String> {
+    crate::election_safety(&nodes(world))
+}
+
+/// Logs that agree on an entry agree on everything before it.
+#[cmc::invariant]
+fn log_matching(world: &World<'_, Node>) -> Result<(), String> {
+    crate::log_matching(&nodes(world))
+}
+
+/// Leaders of later terms hold every applied entry.
+#[cmc::invariant]
+fn leader_completeness(world: &World<'_, Node>) -> Result<(), String> {
+    crate::leader_completeness(&nodes(world))
+}
+
+/// No two nodes apply different entries at one index.
+#[cmc::invariant]
+fn state_machine_safety(world: &World<'_, Node>) -> Result<(), String> {
+    crate::state_machine_safety(&nodes(world))
+}
+
+/// `nodes` replicas within `limits`, over a network with `network`.
+pub fn group(nodes: u64, limits: Limits, network: NetworkConfig) -> Model<Node> {
+    Model::new("raft", usize::try_from(nodes).unwrap(), move |i| {
+        Node::new(i as Id + 1, nodes, limits)
+    })
+    .network(network)
+    .quiescence_ok(true)
+}
+
+/// Elections: term 1 only, no proposal, no crash.
+pub const ELECTION: Limits = Limits {
+    max_term: 1,
+    heartbeats_per_term: 0,
+    proposals: 0,
+    crashes: 0,
+};
+
+/// Three replicas electing a leader of term 1, two messages in flight on a
+/// reliable network: the whole space in under a minute.
+#[cmc::model]
+pub fn raft_3_election() -> Model<Node> {
+    group(3, ELECTION, NetworkConfig::new().capacity(2))
+}
+
+/// Elections with a crash: term 1 only, no proposal, one crash.
+pub const CRASH: Limits = Limits {
+    max_term: 1,
+    heartbeats_per_term: 0,
+    proposals: 0,
+    crashes: 1,
+};
+
+/// Three replicas electing a leader of term 1, one of which may crash and
+/// restart, three messages in flight on a reliable network.
+#[cmc::model]
+pub fn raft_3_crash() -> Model<Node> {
+    group(3, CRASH, NetworkConfig::new().capacity(3))
+}
+
+/// Replication: terms up to 2, one proposal, no crash.
+pub const REPLICATION: Limits = Limits {
+    max_term: 2,
+    heartbeats_per_term: 0,
+    proposals: 1,
+    crashes: 0,
+};
+
+/// Three replicas, two terms, one proposal, two messages in flight on a
+/// lossy network.
+#[cmc::model]
+pub fn raft_3_replication() -> Model<Node> {
+    group(3, REPLICATION, NetworkConfig::new().capacity(2).lossy(true))
+}
+
+/// The bounds of the larger model.
+pub const LARGE: Limits = Limits {
+    max_term: 3,
+    heartbeats_per_term: 1,
+    proposals: 2,
+    crashes: 1,
+};
+
+/// Three replicas, terms up to 3, two proposals, one heartbeat round per
+/// term, one crash, three messages in flight on a lossy, duplicating
+/// network.
+#[cmc::model]
+pub fn raft_3_large() -> Model<Node> {
+    group(
+        3,
+        LARGE,
+        NetworkConfig::new()
+            .capacity(3)
+            .lossy(true)
+            .duplicating(true),
+    )
+}
