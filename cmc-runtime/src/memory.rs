@@ -791,11 +791,17 @@ impl Memory {
                 let table = self.tables.get(from);
                 // Compare over the longer of the two extents: a heap that grew
                 // inside `from`'s last page wrote past the stored length.
+                // Every page of `from` is compared, also those above the
+                // current top: a run that grew the heap and freed its top
+                // block again wrote there (the freed bytes are poisoned, then
+                // zeroed).
                 let extent = from_used.max(cur_used);
-                for i in 0..from_np.min(cur_np) {
+                for i in 0..from_np {
                     let stored = self.pages.data(self.page_of(table, i));
-                    // SAFETY: page i is below the current used length, hence
-                    // committed, and `extent` keeps the slice inside page i.
+                    // SAFETY: page i is below `from`'s used length, which was
+                    // committed when `from` was captured (the committed
+                    // length never shrinks), and `extent` keeps the slice
+                    // inside page i.
                     let now = unsafe {
                         std::slice::from_raw_parts(base.add(i * PAGE), page_len(extent, i))
                     };

@@ -349,3 +349,41 @@ fn small_arenas_choose_scan_and_large_busy_ones_mprotect() {
         "a 32 MiB heap with one dirty page should use faults"
     );
 }
+
+#[test]
+fn restore_rewrites_pages_above_a_top_that_shrank() {
+    // A run that frees the heap's top block lowers the used length and
+    // zeroes what it freed, above the new top: restoring the state before
+    // must rewrite those pages too, in every tracking mode.
+    for tracking in [Tracking::Scan, Tracking::Mprotect, Tracking::Auto] {
+        let (mut mem, a) = memory(tracking, 64 << 20);
+        let base = mem.base(a) as usize;
+        let layout = Layout::from_size_align(3000, 8).unwrap();
+        let fill = |v: u8| {
+            let _in = mem.enter(a);
+            // SAFETY: non-zero size; the block is ours to write.
+            unsafe {
+                let p = std::alloc::alloc(layout);
+                std::ptr::write_bytes(p, v, layout.size());
+                p as usize - base
+            }
+        };
+        let mut top = fill(1);
+        while mem.used(a) <= 4096 + 1000 {
+            top = fill(2);
+        }
+        let s = mem.capture();
+        let bytes = live_bytes(&mem, a);
+        assert!(bytes.len() > 4096, "{tracking:?}: the state spans two pages ({})", bytes.len());
+        for _ in 0..3 {
+            {
+                let _in = mem.enter(a);
+                // SAFETY: the live top block, allocated above with `layout`.
+                unsafe { std::alloc::dealloc((base + top) as *mut u8, layout) };
+            }
+            assert!(mem.used(a) < bytes.len(), "{tracking:?}: freeing the top block lowers the top");
+            mem.restore(s);
+            assert_eq!(live_bytes(&mem, a), bytes, "{tracking:?}: restore differs");
+        }
+    }
+}
