@@ -869,8 +869,8 @@ fn object_term(
         buf.extend_from_slice(&m.to_le_bytes());
     }
     // Words that point into the program (a vtable, a string literal) hash
-    // as (module, offset).
-    crate::hash::fold_hash_relocated(buf, &crate::hash::Relocation::modules())
+    // as (module, offset); words that point into the stack are garbage.
+    crate::hash::fold_hash_relocated(buf, &crate::hash::Relocation::identity())
 }
 
 /// Drops the zero bytes at the end of `buf` (not before `start`): the

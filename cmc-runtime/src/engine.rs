@@ -236,8 +236,10 @@ pub(crate) struct Engine<'m, P: Process> {
     globals: Globals,
     /// The seed base of the state being expanded (see
     /// [`Engine::seed_key`]), computed once for all its transitions; set
-    /// and cleared by the search around each expansion.
-    seed_base: Option<(StateId, u128)>,
+    /// and cleared by the search around each expansion. The flag tells
+    /// whether it is exact (a function of the state's identity) or
+    /// provisional (its bytes, under a heap identity).
+    seed_base: Option<(StateId, u128, bool)>,
 }
 
 /// How one type of the model is fingerprinted.
@@ -626,11 +628,35 @@ fn prewarm() {
     ctx::install_panic_hook();
 }
 
+/// Runs the model's constructors once in checker memory and drops what
+/// they build, before the processes are built in their arenas.
+///
+/// A constructor that initializes a lazy global (a protobuf message's
+/// default instance, a logger, a `OnceLock`) does so here, in the system
+/// heap, as if the program had done it before the check. Built afterwards,
+/// the initial state is then the same whether or not this process touched
+/// the global before (the search in a fresh child, a replay after it, an
+/// emitted test): an initialization inside the arena would be moved out
+/// (`crate::globals`) and leave holes and stale words, which the canonical
+/// heap and the seeds of random draws would see. A constructor that panics
+/// here panics again when the processes are built, and is reported then.
+fn warm_up<P: Process>(model: &Model<P>) {
+    let _sys = system_scope();
+    for i in 0..model.count {
+        if crate::identity::random::enabled() {
+            crate::identity::random::seed_for(0x696e_6974_0000 | i as u128);
+        }
+        let _ = user_code(true, || drop((model.init)(i)));
+    }
+    let _ = user_code(true, || drop(P::Shared::default()));
+}
+
 impl<'m, P: Process> Engine<'m, P> {
     /// Sets up `model`; `mode` is the fingerprint mode that overrides each
     /// type's best source (the model's own, or a trace's).
     fn new(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Result<Self, SetupFailure> {
         prewarm();
+        warm_up(model);
         if model.count == 0 {
             return Err(SetupFailure::Error(CheckError::Model(
                 "a model needs at least one process".into(),
@@ -871,9 +897,81 @@ impl<'m, P: Process> Engine<'m, P> {
         Ok(events)
     }
 
+    /// Runs one event as [`Engine::run`] does, and describes it (the
+    /// message delivered, the copies sent) from another run whose state is
+    /// dropped. Describing formats messages inside the handler, which
+    /// leaves other garbage on the stack than a run that does not; copied
+    /// into the padding of a value the handler builds next, that garbage
+    /// would make the state differ from the one the search, the
+    /// determinism check and a replay reach.
+    fn run_described(&mut self, e: Event, script: Vec<usize>, seed: u32, pre: StateId) -> Outcome {
+        let described = self.run(e, script.clone(), seed, true, pre);
+        let _ = self.mem.take_exhaustion();
+        self.mem.restore(pre);
+        let mut outcome = self.run(e, script, seed, false, pre);
+        outcome.delivered = described.delivered;
+        outcome.sent = described.sent;
+        outcome
+    }
+
     /// Runs one event on the loaded state with a choice script and a
     /// random-seed variant.
+    ///
+    /// A run whose user code initialized a global (whose blocks were moved
+    /// out of the arenas, see [`crate::globals`]) is run again from the
+    /// restored pre-state: the moved blocks left holes in the arena and
+    /// stale words (the payload of a `None`, a freed pointer) in the state,
+    /// which every later run of the same transition, the global being
+    /// initialized by then, would not have. Running it again makes the
+    /// successor the one every run gives (in the search, in the
+    /// determinism check and in replay), whichever transition happened to
+    /// touch the global first in this process.
     fn run(
+        &mut self,
+        e: Event,
+        script: Vec<usize>,
+        seed: u32,
+        describe: bool,
+        pre: StateId,
+    ) -> Outcome {
+        let cached = self.seed_base;
+        let mut attempts = 0;
+        let outcome = loop {
+            let moves = self.globals.moves;
+            let outcome = self.run_once(e, script.clone(), seed, describe, pre);
+            attempts += 1;
+            if attempts == 4 || outcome.global_error.is_some() {
+                break outcome;
+            }
+            if self.needs_exact_seed(pre) {
+                // It drew from a provisional seed: again, from the exact one.
+                self.mem.restore(pre);
+                let base = self.exact_seed_base(pre);
+                self.seed_base = Some((pre, base, true));
+                continue;
+            }
+            if self.globals.moves == moves {
+                break outcome;
+            }
+            self.mem.restore(pre);
+        };
+        // An exact base found here serves the expansion of `pre` only.
+        if cached.is_none_or(|c| c.0 != pre) {
+            self.seed_base = cached;
+        }
+        outcome
+    }
+
+    /// Whether the run just made from `pre` drew randomness from a
+    /// provisional seed.
+    fn needs_exact_seed(&self, pre: StateId) -> bool {
+        crate::identity::random::enabled()
+            && self.heap_identity()
+            && !matches!(self.seed_base, Some((s, _, true)) if s == pre)
+            && crate::identity::random::drew()
+    }
+
+    fn run_once(
         &mut self,
         e: Event,
         script: Vec<usize>,
@@ -954,8 +1052,8 @@ impl<'m, P: Process> Engine<'m, P> {
     /// nothing, so a search with one seed draws what it always did).
     fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
         let base = match self.seed_base {
-            Some((state, base)) if state == pre => base,
-            _ => self.seed_base_of(pre),
+            Some((state, base, _)) if state == pre => base,
+            _ => self.seed_base_of(pre).0,
         };
         // Mixed, not hashed: a seed needs to differ, not to resist anyone
         // (this runs before every transition).
@@ -970,12 +1068,36 @@ impl<'m, P: Process> Engine<'m, P> {
         (u128::from(hi) << 64) | u128::from(fmix64(lo ^ script.len() as u64))
     }
 
-    /// The part of a transition's seed that comes from its pre-state.
-    fn seed_base_of(&mut self, pre: StateId) -> u128 {
-        match self.fp.process {
-            Chosen::Heap | Chosen::Bytes => self.mem.fingerprint(pre).0,
-            _ => self.state_fingerprint(pre).map_or(0, |f| f.0),
+    /// The part of a transition's seed that comes from its pre-state, and
+    /// whether it is exact. Under a canonical-heap identity it is
+    /// provisional, the state's bytes: the exact base costs a traversal of
+    /// every heap, paid only when a transition draws (see [`Engine::run`]).
+    fn seed_base_of(&mut self, pre: StateId) -> (u128, bool) {
+        if self.heap_identity() {
+            return (self.mem.fingerprint(pre).0, false);
         }
+        match self.fp.process {
+            Chosen::Bytes => (self.mem.fingerprint(pre).0, true),
+            _ => (self.state_fingerprint(pre).map_or(0, |f| f.0), true),
+        }
+    }
+
+    /// Whether a type is identified by its canonical heap, whose canonical
+    /// addresses depend on the states the search saw before.
+    fn heap_identity(&self) -> bool {
+        matches!(self.fp.process, Chosen::Heap) || matches!(self.fp.shared, Chosen::Heap)
+    }
+
+    /// The exact seed base of `pre` (the loaded state) under a heap
+    /// identity: its fingerprint by a fresh fingerprinter, whose canonical
+    /// addresses come from this state alone — the same in the search, in
+    /// the determinism check and in a replay, whatever the path that led
+    /// there and whatever garbage the arenas' free space holds.
+    fn exact_seed_base(&mut self, pre: StateId) -> u128 {
+        let mut fp = self.fresh_fingerprinter();
+        let base = self.trace_fingerprint(&mut fp, pre).map_or(0, |f| f.0);
+        fp.release(&mut self.mem);
+        base
     }
 
     fn run_environment(&mut self, event: usize) {
@@ -1249,7 +1371,7 @@ impl<'m, P: Process> Engine<'m, P> {
         let mut pre = self.initial;
         for step in steps {
             let before = self.show(step.event.actor);
-            let outcome = self.run(step.event, step.choices.clone(), step.seed, true, pre);
+            let outcome = self.run_described(step.event, step.choices.clone(), step.seed, pre);
             let (fingerprint, after) =
                 if outcome.panic.is_some() || self.mem.take_exhaustion().is_some() {
                     last_failed = true;
@@ -1493,8 +1615,8 @@ impl<P: Process> Search<'_, '_, P> {
         }
         let seeds = self.engine.model.random_seeds as u32;
         if crate::identity::random::enabled() {
-            let base = self.engine.seed_base_of(item.state);
-            self.engine.seed_base = Some((item.state, base));
+            let (base, exact) = self.engine.seed_base_of(item.state);
+            self.engine.seed_base = Some((item.state, base, exact));
         }
         for event in events {
             // Every choice script with the default seed; when one of those
@@ -1895,7 +2017,11 @@ pub(crate) fn replay<P: Process>(
         isolate::record(|| vec![isolate::REPLAYING, (k + 1) as u64]);
         let stepping = crate::progress::stepping();
         let before = if stepping { e.show(actor) } else { None };
-        let outcome = e.run(event, step.choices.clone(), step.seed, stepping, pre);
+        let outcome = if stepping {
+            e.run_described(event, step.choices.clone(), step.seed, pre)
+        } else {
+            e.run(event, step.choices.clone(), step.seed, false, pre)
+        };
         if let Some(m) = outcome.global_error.clone() {
             return Err(CheckError::Model(m));
         }

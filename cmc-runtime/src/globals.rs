@@ -49,6 +49,8 @@ pub(crate) struct Globals {
     allocations: u64,
     /// The globals moved out of arenas so far, by name.
     pub(crate) moved: Vec<String>,
+    /// How many times blocks were moved out so far.
+    pub(crate) moves: u64,
 }
 
 /// `ranges` without `holes` (both `[start, end)`; `holes` sorted), each
@@ -92,6 +94,7 @@ impl Globals {
             copy: Vec::new(),
             allocations: crate::alloc::arena_allocations(),
             moved: Vec::new(),
+            moves: 0,
         };
         g.find_ranges();
         g.copy = vec![0; g.ranges.iter().map(|&(s, e)| (e - s) / 8).sum()];
@@ -360,6 +363,9 @@ impl Globals {
             // SAFETY: a live block of an arena, now unreferenced (every
             // pointer to it was rewritten); frees are routed by address.
             unsafe { std::alloc::GlobalAlloc::dealloc(&crate::Allocator, old as *mut u8, layout) };
+        }
+        if !relocation.is_empty() {
+            self.moves += 1;
         }
         for n in unique_names {
             if !self.moved.contains(&n) {

@@ -66,6 +66,9 @@ pub(crate) fn fmix64(mut x: u64) -> u64 {
 /// the same small integer.
 const RELOCATED: u64 = 0xc3a5_c85c_97cb_3127;
 
+/// What every word that points into the thread's stack hashes as.
+const STACK_WORD: u64 = 0x5eb1_7ac6_0d4f_83e5;
+
 /// The arenas whose pointers are hashed as (arena index, offset).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Relocation {
@@ -76,6 +79,10 @@ pub(crate) struct Relocation {
     /// pointers hash as (module, offset).
     module_low: u64,
     module_span: u64,
+    /// The thread's stack (see `identity::layout::thread_stack`), whose
+    /// pointers all hash as [`STACK_WORD`].
+    stack_low: u64,
+    stack_span: u64,
     /// (base, length, index) of each arena, sorted by base.
     arenas: Vec<(u64, u64, u64)>,
 }
@@ -87,16 +94,32 @@ impl Relocation {
         span: 0,
         module_low: 0,
         module_span: 0,
+        stack_low: 0,
+        stack_span: 0,
         arenas: Vec::new(),
     };
 
-    /// Only pointers into loaded modules are relocated.
+    /// Only pointers into loaded modules are relocated. One-to-one: page
+    /// contents are interned by this hash.
     pub(crate) fn modules() -> Relocation {
         let m = crate::identity::layout::modules();
         Relocation {
             module_low: m.low,
             module_span: m.span,
             ..Relocation::NONE
+        }
+    }
+
+    /// [`Relocation::modules`], and every pointer into the calling thread's
+    /// stack hashes alike (garbage, see `identity::layout::thread_stack`).
+    /// Not one-to-one: for identities only (the canonical heap's object
+    /// terms), never to intern contents.
+    pub(crate) fn identity() -> Relocation {
+        let (stack_low, stack_span) = crate::identity::layout::thread_stack();
+        Relocation {
+            stack_low,
+            stack_span,
+            ..Relocation::modules()
         }
     }
 
@@ -119,6 +142,8 @@ impl Relocation {
     fn apply(&self, w: u64) -> u64 {
         if w.wrapping_sub(self.low) < self.span {
             self.locate(w)
+        } else if w.wrapping_sub(self.stack_low) < self.stack_span {
+            STACK_WORD
         } else if w.wrapping_sub(self.module_low) < self.module_span {
             crate::identity::layout::modules().relocate(w)
         } else {

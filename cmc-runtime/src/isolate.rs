@@ -241,6 +241,7 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
     // forever.
     crate::identity::layout::modules();
     crate::identity::layout::exe_tls_block();
+    crate::identity::layout::thread_stack();
     crate::globals::exe_writable();
     crate::identity::random::warm();
     crate::identity::entropy::warm();

@@ -143,6 +143,50 @@ fn exe_symbols(bias: u64) -> Vec<(u64, u64, u64)> {
     out
 }
 
+/// The calling thread's stack as `(low, length)`.
+///
+/// A word of a state that points into the stack is garbage: no frame of a
+/// transition outlives it, so such a word is what a handler left in the
+/// padding of a value it built (a formatter's argument, a moved value's
+/// dead bytes), and its value depends on how deep the stack was when the
+/// transition ran (in the search, in a trace, in a replay). The canonical
+/// heap and the byte fingerprint hash every such word alike.
+///
+/// Found once per thread, like [`exe_tls_block`], before any fork.
+pub(crate) fn thread_stack() -> (u64, u64) {
+    thread_local! {
+        static STACK: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+    }
+    STACK.with(|s| {
+        s.get().unwrap_or_else(|| {
+            let found = find_thread_stack();
+            s.set(Some(found));
+            found
+        })
+    })
+}
+
+fn find_thread_stack() -> (u64, u64) {
+    let _sys = crate::ctx::system_scope();
+    // SAFETY: `attr` is initialized by pthread_getattr_np before it is read
+    // and destroyed after; the out-pointers are valid locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return (0, 0);
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if ok {
+            (addr as u64, size as u64)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
 /// The executable's TLS block in the calling thread, as `[start, end)`:
 /// where std's and rand's thread-locals live.
 /// Found once per thread: `dl_iterate_phdr` takes the dynamic loader's
@@ -219,6 +263,13 @@ mod tests {
         let r = m.relocate(s) ^ MODULE_TAG;
         assert_eq!(r, r & ((1 << 48) - 1));
         assert_eq!(r >> 40, 0);
+        let local = 5u64;
+        let (low, len) = thread_stack();
+        let at = &local as *const u64 as u64;
+        assert!(
+            at - low < len,
+            "{at:#x} should be inside the thread's stack {low:#x}+{len:#x}"
+        );
         let heap = Box::new(1u64);
         let h = &*heap as *const u64 as u64;
         assert_eq!(m.relocate(h), h, "the heap is no module");
