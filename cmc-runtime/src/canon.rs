@@ -803,15 +803,21 @@ impl HeapGraph {
             self.stats.rehashed += 1;
             // SAFETY: the object is a live block of the loaded state.
             let bytes = unsafe { std::slice::from_raw_parts((base + p) as *const u8, o.len) };
-            let term = object_term(&mut buf, o.reloc, bytes, |field_buf| {
-                for e in &o.edges {
-                    let canon = self.objs[&e.target].reloc + e.interior as u64;
-                    field_buf.pointer(e.field, canon);
-                }
-                for &(field, value) in &o.loose {
-                    field_buf.loose(field, value);
-                }
-            });
+            let term = object_term(
+                &mut buf,
+                mem.identity_relocation(),
+                o.reloc,
+                bytes,
+                |field_buf| {
+                    for e in &o.edges {
+                        let canon = self.objs[&e.target].reloc + e.interior as u64;
+                        field_buf.pointer(e.field, canon);
+                    }
+                    for &(field, value) in &o.loose {
+                        field_buf.loose(field, value);
+                    }
+                },
+            );
             let o = self.objs.get_mut(&p).expect("object");
             if o.counted {
                 self.sum = self.sum.wrapping_sub(o.term);
@@ -848,6 +854,7 @@ impl Fields<'_> {
 /// `bytes`, whose pointer and loose fields `fill` rewrites.
 fn object_term(
     buf: &mut Vec<u8>,
+    words: &crate::hash::Relocation,
     reloc: u64,
     bytes: &[u8],
     fill: impl FnOnce(&mut Fields<'_>),
@@ -869,8 +876,9 @@ fn object_term(
         buf.extend_from_slice(&m.to_le_bytes());
     }
     // Words that point into the program (a vtable, a string literal) hash
-    // as (module, offset); words that point into the stack are garbage.
-    crate::hash::fold_hash_relocated(buf, &crate::hash::Relocation::identity())
+    // as (module, offset), into another arena (a shared buffer) as (arena,
+    // offset); words that point into the stack are garbage.
+    crate::hash::fold_hash_relocated(buf, words)
 }
 
 /// Drops the zero bytes at the end of `buf` (not before `start`): the

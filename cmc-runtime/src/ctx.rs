@@ -73,11 +73,26 @@ pub(crate) fn end_run() -> Run {
 pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (String, String)> {
     install_panic_hook();
     IN_USER_CODE.with(|c| c.set(true));
+    let depth = SCRUB.with(Cell::get);
     if scrub {
-        crate::stack::scrub_stack(SCRUB_BYTES);
+        crate::stack::scrub_stack(depth + GUARD_BYTES);
     }
     let result = call_user(f);
     IN_USER_CODE.with(|c| c.set(false));
+    if scrub && !crate::stack::band_is_clean(depth, GUARD_BYTES) {
+        // The code went below the scrubbed depth, where older garbage lay:
+        // what it copied from there may differ between runs. Scrub deeper
+        // from now on, and tell the engine to run it again.
+        let (low, len) = crate::identity::layout::thread_stack();
+        let marker = 0u8;
+        let here = &marker as *const u8 as u64;
+        let room = here.saturating_sub(low).min(len) as usize;
+        let most = room.saturating_sub(64 * 1024) / 2;
+        if depth * 2 <= most {
+            SCRUB.with(|s| s.set(depth * 2));
+            DEEPER.with(|d| d.set(true));
+        }
+    }
     match result {
         Ok(r) => Ok(r),
         Err(payload) => {
@@ -104,8 +119,27 @@ fn call_user<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
 }
 
-/// Bytes of stack zeroed before a handler or constructor runs.
+/// Bytes of stack zeroed before a handler or constructor runs, at first.
 const SCRUB_BYTES: usize = 16 * 1024;
+
+/// Bytes below the scrubbed depth also zeroed, and checked after the code
+/// ran: code that wrote there went deeper than the scrub.
+const GUARD_BYTES: usize = 2 * 1024;
+
+thread_local! {
+    /// The depth scrubbed before user code on this thread: doubles whenever
+    /// code goes deeper (see [`user_code`]).
+    static SCRUB: Cell<usize> = const { Cell::new(SCRUB_BYTES) };
+    /// Set when user code went deeper than the scrubbed depth.
+    static DEEPER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether user code went deeper than the stack it found scrubbed since the
+/// last call (the depth has grown since: running it again makes its stack
+/// garbage zeros).
+pub(crate) fn take_deeper() -> bool {
+    DEEPER.with(|d| d.replace(false))
+}
 
 pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();

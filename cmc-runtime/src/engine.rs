@@ -938,10 +938,16 @@ impl<'m, P: Process> Engine<'m, P> {
         let mut attempts = 0;
         let outcome = loop {
             let moves = self.globals.moves;
+            ctx::take_deeper();
             let outcome = self.run_once(e, script.clone(), seed, describe, pre);
             attempts += 1;
-            if attempts == 4 || outcome.global_error.is_some() {
+            if attempts == 8 || outcome.global_error.is_some() {
                 break outcome;
+            }
+            if ctx::take_deeper() {
+                // The handler used more stack than was scrubbed.
+                self.mem.restore(pre);
+                continue;
             }
             if self.needs_exact_seed(pre) {
                 // It drew from a provisional seed: again, from the exact one.
@@ -1045,16 +1051,19 @@ impl<'m, P: Process> Engine<'m, P> {
     }
 
     /// The seed of the randomness a transition draws: the pre-state's
-    /// fingerprint by a pure function of it (its identity by value, or its
-    /// bytes when the search's identity is the canonical heap, whose
-    /// canonical addresses depend on the search's history), the event and
-    /// the choice script, and the random-seed variant (variant 0 adds
-    /// nothing, so a search with one seed draws what it always did).
+    /// identity (see [`Engine::seed_base_of`]), the event and the choice
+    /// script, and the random-seed variant (variant 0 adds nothing, so a
+    /// search with one seed draws what it always did).
     fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
         let base = match self.seed_base {
             Some((state, base, _)) if state == pre => base,
             _ => self.seed_base_of(pre).0,
         };
+        // A script means its choices followed by zeros (a choice past its
+        // end takes 0): the search's first run of an event has an empty
+        // script, a replay or the determinism check passes the choices the
+        // run took, such as [0]. Both must draw the same.
+        let script = &script[..script.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1)];
         // Mixed, not hashed: a seed needs to differ, not to resist anyone
         // (this runs before every transition).
         use crate::hash::fmix64;

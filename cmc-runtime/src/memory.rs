@@ -210,6 +210,8 @@ pub struct Memory {
     /// The range spanned by this memory's arenas, whose pointers are hashed
     /// as offsets so fingerprints do not depend on where arenas are mapped.
     reloc: Relocation,
+    /// `reloc` for identities (see [`Relocation::identity`]).
+    id_reloc: Relocation,
     /// Scratch lists reused across captures and restores (checker memory).
     scratch_pages: Vec<usize>,
     scratch_changes: Vec<(usize, PageId)>,
@@ -238,6 +240,7 @@ impl Memory {
             loaded: None,
             entries_at_capture: u64::MAX,
             reloc: Relocation::modules(),
+            id_reloc: Relocation::identity(),
             scratch_pages: Vec::new(),
             scratch_changes: Vec::new(),
         }
@@ -257,6 +260,11 @@ impl Memory {
         let name = name.into();
         let arena = Arena::new(name.clone(), &config)?;
         self.reloc.add(
+            self.arenas.len(),
+            arena.ctl().base.as_ptr() as u64,
+            arena.ctl().reserve as u64,
+        );
+        self.id_reloc.add(
             self.arenas.len(),
             arena.ctl().base.as_ptr() as u64,
             arena.ctl().reserve as u64,
@@ -366,6 +374,13 @@ impl Memory {
             pages: self.pages.pages(),
             page_bytes: self.pages.bytes(),
         }
+    }
+
+    /// How identities hash words: pointers into this memory's arenas as
+    /// (arena, offset), into the program as (module or symbol, offset), into
+    /// the stack alike.
+    pub(crate) fn identity_relocation(&self) -> &Relocation {
+        &self.id_reloc
     }
 
     /// The state's fingerprint.

@@ -7,7 +7,6 @@
 //! region below its own frame before every transition: the same transition
 //! from the same state then sees the same stack garbage (zeros).
 
-#[cfg(any(test, not(target_arch = "x86_64")))]
 use std::hint::black_box;
 
 /// Bytes of stack the engine scrubs before each transition unless a model
@@ -45,6 +44,35 @@ pub fn scrub_stack(bytes: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     scrub_frames(bytes.div_ceil(FRAME));
+}
+
+/// Whether the `band` bytes that lie `depth` bytes below the caller's frame
+/// are still zero, as [`scrub_stack`]`(depth + band)` left them: sampled
+/// every 128 bytes (a frame that reached the band wrote into it). False when
+/// code that ran since went deeper than `depth`.
+#[inline(never)]
+pub(crate) fn band_is_clean(depth: usize, band: usize) -> bool {
+    let marker = 0u8;
+    let here = black_box(&marker as *const u8) as usize & !7;
+    // This frame sits a few dozen bytes below the one `scrub_stack` had:
+    // keep a margin at both ends of the band.
+    const MARGIN: usize = 256;
+    assert!(
+        band > 2 * MARGIN && depth > MARGIN,
+        "a guard band of {band} bytes below {depth} is too small to check"
+    );
+    let top = here.saturating_sub(depth + MARGIN);
+    let bottom = here.saturating_sub(depth + band - MARGIN);
+    let (low, len) = crate::identity::layout::thread_stack();
+    if (bottom as u64) < low || len == 0 {
+        return true;
+    }
+    (bottom..top).step_by(128).all(|at| {
+        // SAFETY: `at` lies inside this thread's stack (checked above) and
+        // below this frame: mapped memory no other thread writes; a volatile
+        // read of a word of it.
+        unsafe { std::ptr::read_volatile(at as *const u64) == 0 }
+    })
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -374,14 +374,21 @@ fn restore_rewrites_pages_above_a_top_that_shrank() {
         }
         let s = mem.capture();
         let bytes = live_bytes(&mem, a);
-        assert!(bytes.len() > 4096, "{tracking:?}: the state spans two pages ({})", bytes.len());
+        assert!(
+            bytes.len() > 4096,
+            "{tracking:?}: the state spans two pages ({})",
+            bytes.len()
+        );
         for _ in 0..3 {
             {
                 let _in = mem.enter(a);
                 // SAFETY: the live top block, allocated above with `layout`.
                 unsafe { std::alloc::dealloc((base + top) as *mut u8, layout) };
             }
-            assert!(mem.used(a) < bytes.len(), "{tracking:?}: freeing the top block lowers the top");
+            assert!(
+                mem.used(a) < bytes.len(),
+                "{tracking:?}: freeing the top block lowers the top"
+            );
             mem.restore(s);
             assert_eq!(live_bytes(&mem, a), bytes, "{tracking:?}: restore differs");
         }
