@@ -66,8 +66,15 @@ pub(crate) fn fmix64(mut x: u64) -> u64 {
 /// the same small integer.
 const RELOCATED: u64 = 0xc3a5_c85c_97cb_3127;
 
-/// What every word that points into the thread's stack hashes as.
-const STACK_WORD: u64 = 0x5eb1_7ac6_0d4f_83e5;
+/// What every word among user-space addresses outside the arenas and the
+/// program hashes as under [`Relocation::identity`].
+const SYSTEM_WORD: u64 = 0x3c79_ac49_2e8d_01b7;
+
+/// User-space addresses: x86-64 and AArch64 Linux map the program, the
+/// system heap, thread stacks and other mappings in `[2^44, 2^48)` (the
+/// arenas sit at 2^45, the program around 2^46.5, stacks below 2^47).
+const SYSTEM_LOW: u64 = 1 << 44;
+const SYSTEM_SPAN: u64 = (1 << 48) - (1 << 44);
 
 /// The arenas whose pointers are hashed as (arena index, offset).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -79,10 +86,9 @@ pub(crate) struct Relocation {
     /// pointers hash as (module, offset).
     module_low: u64,
     module_span: u64,
-    /// The thread's stack (see `identity::layout::thread_stack`), whose
-    /// pointers all hash as [`STACK_WORD`].
-    stack_low: u64,
-    stack_span: u64,
+    /// Whether every other word in the range of user-space addresses hashes
+    /// as [`SYSTEM_WORD`].
+    system: bool,
     /// (base, length, index) of each arena, sorted by base.
     arenas: Vec<(u64, u64, u64)>,
 }
@@ -94,8 +100,7 @@ impl Relocation {
         span: 0,
         module_low: 0,
         module_span: 0,
-        stack_low: 0,
-        stack_span: 0,
+        system: false,
         arenas: Vec::new(),
     };
 
@@ -110,15 +115,20 @@ impl Relocation {
         }
     }
 
-    /// [`Relocation::modules`], and every pointer into the calling thread's
-    /// stack hashes alike (garbage, see `identity::layout::thread_stack`).
-    /// Not one-to-one: for identities only (the canonical heap's object
-    /// terms), never to intern contents.
+    /// [`Relocation::modules`], and every word that lies among user-space
+    /// addresses outside the arenas and the program hashes alike: a
+    /// pointer into the stack, the system heap or another mapping, which no
+    /// state owns — garbage left in padding (a formatter's argument, the
+    /// address of the C library's malloc arena), or a lazily initialized
+    /// global's address — and whose value changes with address
+    /// randomization and stack depth. One tag for all of them: a garbage
+    /// word may fall in a thread's stack in one run and next to it in
+    /// another. Integers that large (above 2^44) are rare outside random or
+    /// hashed values. Not one-to-one: for identities only (the canonical
+    /// heap's object terms), never to intern contents.
     pub(crate) fn identity() -> Relocation {
-        let (stack_low, stack_span) = crate::identity::layout::thread_stack();
         Relocation {
-            stack_low,
-            stack_span,
+            system: true,
             ..Relocation::modules()
         }
     }
@@ -140,14 +150,17 @@ impl Relocation {
 
     #[inline(always)]
     fn apply(&self, w: u64) -> u64 {
-        if w.wrapping_sub(self.low) < self.span {
+        let r = if w.wrapping_sub(self.low) < self.span {
             self.locate(w)
-        } else if w.wrapping_sub(self.stack_low) < self.stack_span {
-            STACK_WORD
         } else if w.wrapping_sub(self.module_low) < self.module_span {
             crate::identity::layout::modules().relocate(w)
         } else {
             w
+        };
+        if r == w && self.system && w.wrapping_sub(SYSTEM_LOW) < SYSTEM_SPAN {
+            SYSTEM_WORD
+        } else {
+            r
         }
     }
 

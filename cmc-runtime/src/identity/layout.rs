@@ -143,14 +143,8 @@ fn exe_symbols(bias: u64) -> Vec<(u64, u64, u64)> {
     out
 }
 
-/// The calling thread's stack as `(low, length)`.
-///
-/// A word of a state that points into the stack is garbage: no frame of a
-/// transition outlives it, so such a word is what a handler left in the
-/// padding of a value it built (a formatter's argument, a moved value's
-/// dead bytes), and its value depends on how deep the stack was when the
-/// transition ran (in the search, in a trace, in a replay). The canonical
-/// heap and the byte fingerprint hash every such word alike.
+/// The calling thread's stack as `(low, length)`: how deep the stack
+/// scrub before user code may go (`ctx::user_code`).
 ///
 /// Found once per thread, like [`exe_tls_block`], before any fork.
 pub(crate) fn thread_stack() -> (u64, u64) {
