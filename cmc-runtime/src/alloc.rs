@@ -24,6 +24,23 @@ thread_local! {
     static ARENA_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
 }
 
+/// After a call into the C library's allocator from inside user code (a
+/// free routed there by address, checker bookkeeping a handler triggers):
+/// zeroes the stack that call used. The C library's functions leave their
+/// stack-protector canary and heap addresses there, values of this process
+/// that the handler's next values would copy into their padding.
+#[cold]
+#[inline(never)]
+fn after_system_call() {
+    if crate::ctx::in_user_code() {
+        crate::stack::scrub_stack(SCRUB_AFTER_SYSTEM);
+    }
+}
+
+/// Bytes of stack zeroed by [`after_system_call`]: the C library's
+/// allocator uses a few hundred.
+const SCRUB_AFTER_SYSTEM: usize = 4 * 1024;
+
 /// Allocations made in arenas on this thread so far.
 pub(crate) fn arena_allocations() -> u64 {
     ARENA_ALLOCATIONS.with(Cell::get)
@@ -62,7 +79,9 @@ unsafe impl GlobalAlloc for Allocator {
         let cur = current();
         if cur.is_null() {
             // SAFETY: forwarded contract.
-            return unsafe { System.alloc(layout) };
+            let p = unsafe { System.alloc(layout) };
+            after_system_call();
+            return p;
         }
         // SAFETY: a current arena is registered and alive (see `Entered`).
         let p = unsafe { (*cur).alloc(layout, false) };
@@ -83,7 +102,9 @@ unsafe impl GlobalAlloc for Allocator {
         let cur = current();
         if cur.is_null() {
             // SAFETY: forwarded contract.
-            return unsafe { System.alloc_zeroed(layout) };
+            let p = unsafe { System.alloc_zeroed(layout) };
+            after_system_call();
+            return p;
         }
         // SAFETY: as in `alloc`.
         let p = unsafe { (*cur).alloc(layout, true) };
@@ -100,8 +121,12 @@ unsafe impl GlobalAlloc for Allocator {
         match arena::find(ptr as usize) {
             // SAFETY: `ptr` lies in this arena, so it was allocated there.
             Some(ctl) => unsafe { ctl.dealloc(ptr, layout) },
-            // SAFETY: not in any arena, so it came from the system allocator.
-            None => unsafe { System.dealloc(ptr, layout) },
+            None => {
+                // SAFETY: not in any arena, so it came from the system
+                // allocator.
+                unsafe { System.dealloc(ptr, layout) };
+                after_system_call();
+            }
         }
     }
 
@@ -109,7 +134,9 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let Some(ctl) = arena::find(ptr as usize) else {
             // SAFETY: not in any arena, so it came from the system allocator.
-            return unsafe { System.realloc(ptr, layout, new_size) };
+            let p = unsafe { System.realloc(ptr, layout, new_size) };
+            after_system_call();
+            return p;
         };
         // SAFETY: `ptr` lies in this arena, so it was allocated there.
         let p = unsafe { ctl.realloc(ptr, layout, new_size) };

@@ -70,6 +70,29 @@ const RELOCATED: u64 = 0xc3a5_c85c_97cb_3127;
 /// program hashes as under [`Relocation::identity`].
 const SYSTEM_WORD: u64 = 0x3c79_ac49_2e8d_01b7;
 
+/// What the upper half of a word that holds the stack protector's canary
+/// hashes as (see [`Relocation::identity`]).
+const CANARY_WORD: u64 = 0x6ca7_a27e_0000_0000;
+
+/// This thread's stack-protector canary, as the C library keeps it (x86-64
+/// Linux: at offset 0x28 of the thread control block); 0 elsewhere.
+fn stack_canary() -> u64 {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let canary: u64;
+        // SAFETY: on x86-64 Linux the thread pointer (fs) addresses the
+        // thread control block, whose word at 0x28 is the canary; a read.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:0x28", out(reg) canary, options(nostack, readonly, preserves_flags));
+        }
+        canary
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        0
+    }
+}
+
 /// User-space addresses: x86-64 and AArch64 Linux map the program, the
 /// system heap, thread stacks and other mappings in `[2^44, 2^48)` (the
 /// arenas sit at 2^45, the program around 2^46.5, stacks below 2^47).
@@ -87,8 +110,10 @@ pub(crate) struct Relocation {
     module_low: u64,
     module_span: u64,
     /// Whether every other word in the range of user-space addresses hashes
-    /// as [`SYSTEM_WORD`].
+    /// as [`SYSTEM_WORD`], and the stack protector's canary is masked.
     system: bool,
+    /// The upper half of this process's stack-protector canary (0: none).
+    canary: u64,
     /// (base, length, index) of each arena, sorted by base.
     arenas: Vec<(u64, u64, u64)>,
 }
@@ -101,6 +126,7 @@ impl Relocation {
         module_low: 0,
         module_span: 0,
         system: false,
+        canary: 0,
         arenas: Vec::new(),
     };
 
@@ -126,9 +152,16 @@ impl Relocation {
     /// another. Integers that large (above 2^44) are rare outside random or
     /// hashed values. Not one-to-one: for identities only (the canonical
     /// heap's object terms), never to intern contents.
+    ///
+    /// The C library's functions leave their stack-protector canary on the
+    /// stack, a random value of the process; a handler that later writes a
+    /// byte or two of a value into such a slot leaves the rest of the canary
+    /// in the padding. A word whose upper half is the canary's hashes with
+    /// that half replaced by a tag (a chance of 2^-32 for another value).
     pub(crate) fn identity() -> Relocation {
         Relocation {
             system: true,
+            canary: stack_canary() >> 32,
             ..Relocation::modules()
         }
     }
@@ -157,11 +190,15 @@ impl Relocation {
         } else {
             w
         };
-        if r == w && self.system && w.wrapping_sub(SYSTEM_LOW) < SYSTEM_SPAN {
-            SYSTEM_WORD
-        } else {
-            r
+        if r == w && self.system {
+            if w.wrapping_sub(SYSTEM_LOW) < SYSTEM_SPAN {
+                return SYSTEM_WORD;
+            }
+            if self.canary != 0 && w >> 32 == self.canary {
+                return (w & 0xffff_ffff) ^ CANARY_WORD;
+            }
         }
+        r
     }
 
     #[cold]

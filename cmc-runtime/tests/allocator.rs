@@ -60,6 +60,8 @@ fn frees_and_reallocs_are_routed_by_address() {
         let _a = mem.enter(a);
         (Box::new([7u8; 100]), vec![1u32; 10])
     };
+    // Observed, so the compiler cannot elide the allocation and its free.
+    std::hint::black_box((&boxed, &grown));
     assert_eq!(mem.heap_stats(a).live_blocks, before_a.live_blocks + 2);
     let before_b = mem.heap_stats(b);
     {
