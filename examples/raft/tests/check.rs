@@ -96,7 +96,6 @@ mod send_before_persist {
     }
 
     #[test]
-    #[ignore = "cmc: a replay in the checking process diverges at the initial state (examples/raft/README.md)"]
     fn its_trace_replays() {
         replays(raft_3_crash, &finds(raft_3_crash, "election_safety", 7));
     }
@@ -114,7 +113,6 @@ mod restart_without_hardstate {
     }
 
     #[test]
-    #[ignore = "cmc: a replay in the checking process diverges at the initial state (examples/raft/README.md)"]
     fn its_trace_replays() {
         replays(raft_3_crash, &finds(raft_3_crash, "election_safety", 11));
     }
@@ -133,7 +131,6 @@ mod apply_uncommitted {
     }
 
     #[test]
-    #[ignore = "cmc: a replay in the checking process diverges at the initial state (examples/raft/README.md)"]
     fn its_trace_replays() {
         replays(
             raft_3_replication,
