@@ -39,7 +39,7 @@ fn after_system_call() {
 
 /// Bytes of stack zeroed by [`after_system_call`]: the C library's
 /// allocator uses a few hundred.
-const SCRUB_AFTER_SYSTEM: usize = 4 * 1024;
+const SCRUB_AFTER_SYSTEM: usize = 2 * 1024;
 
 /// Allocations made in arenas on this thread so far.
 pub(crate) fn arena_allocations() -> u64 {

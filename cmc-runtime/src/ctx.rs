@@ -414,14 +414,16 @@ impl<P: Process> Ctx<'_, P> {
     /// message is explored as a separate successor. `None` when none is
     /// pending.
     pub fn recv(&mut self) -> Option<(usize, P::Msg)> {
-        let options = {
-            let _sys = system_scope();
-            self.env().deliverable(self.me)
-        };
-        if options.is_empty() {
+        let count = self.env().deliverable_iter(self.me).count();
+        if count == 0 {
             return None;
         }
-        let k = options[choice(options.len(), "Ctx::recv")];
+        let pick = choice(count, "Ctx::recv");
+        let k = self
+            .env()
+            .deliverable_iter(self.me)
+            .nth(pick)
+            .expect("the pick is below the count");
         let entry = {
             let _in_env = self.mem.enter(self.env_arena);
             self.env_mut().remove(k)

@@ -136,19 +136,21 @@ impl<M: Message, S> Env<M, S> {
     /// Indices of the messages that can be delivered to `to` next: on a FIFO
     /// network the head of each link, otherwise every pending message (one
     /// of each group of equal messages on a link).
-    pub(crate) fn deliverable(&self, to: usize) -> Vec<usize> {
+    ///
+    /// An iterator, not a vector: a handler's `recv` runs it inside user
+    /// code, where a call into the C library's allocator costs a stack
+    /// scrub (see `alloc`).
+    pub(crate) fn deliverable_iter(&self, to: usize) -> impl Iterator<Item = usize> + '_ {
         let to = to as u32;
         let start = self.msgs.partition_point(|e| e.to < to);
         let end = self.msgs.partition_point(|e| e.to <= to);
-        (start..end)
-            .filter(|&i| {
-                if self.fifo {
-                    i == start || self.msgs[i - 1].from != self.msgs[i].from
-                } else {
-                    !self.same_as_previous(i)
-                }
-            })
-            .collect()
+        (start..end).filter(move |&i| {
+            if self.fifo {
+                i == start || self.msgs[i - 1].from != self.msgs[i].from
+            } else {
+                !self.same_as_previous(i)
+            }
+        })
     }
 
     pub(crate) fn has_mail(&self, to: usize) -> bool {
@@ -235,8 +237,8 @@ mod tests {
             key(&b),
             "insertion order changed the canonical order"
         );
-        assert_eq!(a.deliverable(1).len(), 3);
-        assert_eq!(a.deliverable(0).len(), 1);
+        assert_eq!(a.deliverable_iter(1).collect::<Vec<_>>().len(), 3);
+        assert_eq!(a.deliverable_iter(0).collect::<Vec<_>>().len(), 1);
         assert!(a.has_mail(0) && a.has_mail(1) && !a.has_mail(2));
     }
 
@@ -248,7 +250,8 @@ mod tests {
         e.insert(2, 1, 20);
         e.insert(0, 1, 40);
         let heads: Vec<u32> = e
-            .deliverable(1)
+            .deliverable_iter(1)
+            .collect::<Vec<_>>()
             .into_iter()
             .map(|i| e.msgs[i].msg)
             .collect();
@@ -266,7 +269,7 @@ mod tests {
         e.insert(0, 1, 3);
         e.insert(2, 1, 3);
         assert_eq!(
-            e.deliverable(1).len(),
+            e.deliverable_iter(1).collect::<Vec<_>>().len(),
             2,
             "two equal messages from 0 and one from 2"
         );
