@@ -22,23 +22,38 @@ thread_local! {
     /// Allocations made in arenas on this thread: a global can only come
     /// to point into an arena when this moves (see `crate::globals`).
     static ARENA_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// The deepest stack address at which checker code inside user code
+    /// called the C library's allocator since the last scrub, or
+    /// `usize::MAX` (see [`after_system_call`]).
+    static LOWEST_SYSTEM_CALL: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
-/// After a call into the C library's allocator from inside user code (a
-/// free routed there by address, checker bookkeeping a handler triggers):
-/// zeroes the stack that call used. The C library's functions leave their
-/// stack-protector canary and heap addresses there, values of this process
-/// that the handler's next values would copy into their padding.
+/// After a call into the C library's allocator from inside user code: the
+/// C library's functions leave their stack-protector canary and heap
+/// addresses on the stack, values of this process that the handler's next
+/// values would copy into their padding. Called from inside checker code (a
+/// system scope, such as the hashing of a message `send` does), the call
+/// only records how deep the stack was: the scope zeroes that stack when it
+/// returns to the handler (see [`Entered`]), once for all its calls. Called
+/// from the handler itself (a free of system memory, routed by address),
+/// it zeroes the stack the call used now.
 #[cold]
 #[inline(never)]
 fn after_system_call() {
-    if crate::ctx::in_user_code() {
+    if !crate::ctx::in_user_code() {
+        return;
+    }
+    if current().is_null() {
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker as *const u8) as usize;
+        LOWEST_SYSTEM_CALL.with(|l| l.set(l.get().min(here)));
+    } else {
         crate::stack::scrub_stack(SCRUB_AFTER_SYSTEM);
     }
 }
 
-/// Bytes of stack zeroed by [`after_system_call`]: the C library's
-/// allocator uses a few hundred.
+/// Bytes of stack zeroed below the deepest call into the C library's
+/// allocator: it uses a few hundred.
 const SCRUB_AFTER_SYSTEM: usize = 2 * 1024;
 
 /// Allocations made in arenas on this thread so far.
@@ -187,6 +202,14 @@ impl Entered<'_> {
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.previous));
+        // Back in a handler after checker code that called the C library's
+        // allocator: zero the stack down to below the deepest such call.
+        if !self.previous.is_null() {
+            let lowest = LOWEST_SYSTEM_CALL.with(|l| l.replace(usize::MAX));
+            if lowest != usize::MAX {
+                crate::stack::scrub_down_to(lowest.saturating_sub(SCRUB_AFTER_SYSTEM));
+            }
+        }
     }
 }
 

@@ -46,6 +46,17 @@ pub fn scrub_stack(bytes: usize) {
     scrub_frames(bytes.div_ceil(FRAME));
 }
 
+/// Zeroes the stack below the caller's frame down to address `target`
+/// (nothing when `target` is above this frame).
+#[inline(never)]
+pub(crate) fn scrub_down_to(target: usize) {
+    let marker = 0u8;
+    let here = black_box(&marker as *const u8) as usize;
+    if target < here {
+        scrub_stack(here - target);
+    }
+}
+
 /// Whether the `band` bytes that lie `depth` bytes below the caller's frame
 /// are still zero, as [`scrub_stack`]`(depth + band)` left them: sampled
 /// every 128 bytes (a frame that reached the band wrote into it). False when
