@@ -119,8 +119,9 @@ fn call_user<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
 }
 
-/// Bytes of stack zeroed before a handler or constructor runs, at first.
-const SCRUB_BYTES: usize = 16 * 1024;
+/// Bytes of stack zeroed before a handler or constructor runs, at first
+/// (with the guard band below, 16 KiB).
+const SCRUB_BYTES: usize = 14 * 1024;
 
 /// Bytes below the scrubbed depth also zeroed, and checked after the code
 /// ran: code that wrote there went deeper than the scrub.

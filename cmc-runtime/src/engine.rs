@@ -994,9 +994,6 @@ impl<'m, P: Process> Engine<'m, P> {
         begin_run(Run {
             script,
             describe,
-            // Room for the choices, so that recording them inside user code
-            // does not call the system allocator (see `alloc`).
-            taken: Vec::with_capacity(16),
             ..Run::default()
         });
         let panic = if e.actor == ENV {
