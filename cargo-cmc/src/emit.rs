@@ -1,6 +1,7 @@
 //! `--emit-test`: a `#[test]` that replays a counterexample, so that a bug
 //! found becomes a regression test. It fails while the violation still
-//! reproduces, and passes once the code no longer reaches it.
+//! reproduces and when the trace no longer fits the program, and passes
+//! once the trace's last state violates nothing.
 
 use std::path::Path;
 
@@ -17,13 +18,37 @@ fn raw_string(text: &str) -> String {
     format!("r{hashes}\"{text}\"{hashes}")
 }
 
+/// The name of the emitted test for `model`: snake case, so the test
+/// compiles without a `non_snake_case` warning.
+fn test_name(model: &str) -> String {
+    let mut name = String::from("cmc_counterexample");
+    let mut gap = true;
+    for c in model.chars() {
+        if c.is_ascii_alphanumeric() {
+            if gap {
+                name.push('_');
+                gap = false;
+            }
+            name.push(c.to_ascii_lowercase());
+        } else {
+            gap = true;
+        }
+    }
+    name
+}
+
+/// `text` as lines of an inner doc comment.
+fn doc_lines(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("//! {l}").trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The test's source.
 pub(crate) fn source(pkg: &CmcPackage, model: &str, trace: &cmc::Trace) -> String {
     let cmc = &pkg.runtime_import;
-    let name = format!(
-        "cmc_counterexample_{}",
-        crate::check::file_stem(model).to_lowercase()
-    );
+    let name = test_name(model);
     let violation = trace
         .violation
         .as_ref()
@@ -32,8 +57,10 @@ pub(crate) fn source(pkg: &CmcPackage, model: &str, trace: &cmc::Trace) -> Strin
     format!(
         r#"//! Emitted by `cargo cmc check --emit-test`: replays the counterexample
 //! cmc found in `{model}`:
-//! {violation}
-//! The test fails while the violation reproduces.
+{violation_doc}
+//! The test fails while the violation reproduces (or the trace ends in
+//! another violation), and when the program changed so that the trace no
+//! longer fits it; it passes once the trace's last state violates nothing.
 
 #[global_allocator]
 static ALLOC: {cmc}::Allocator = {cmc}::Allocator;
@@ -52,12 +79,24 @@ fn {name}() {{
         .expect("the model is registered");
     let mut options = {cmc}::registry::RunOptions::default();
     options.isolate = true;
-    match model.replay(&options, &trace).expect("the trace fits the model") {{
-        {cmc}::ReplayOutcome::Reproduced(v) => panic!("the counterexample still reproduces: {{v}}"),
-        other => eprintln!("the counterexample no longer reproduces: {{other:?}}"),
+    let recorded = trace.violation.clone().expect("the trace records its violation");
+    match model.replay(&options, &trace).expect("the trace can be replayed") {{
+        {cmc}::ReplayOutcome::Reproduced(v) if v.kind == recorded.kind && v.property == recorded.property => {{
+            panic!("the counterexample still reproduces: {{v}}")
+        }}
+        {cmc}::ReplayOutcome::Reproduced(v) => {{
+            panic!("the counterexample now ends in another violation: {{v}} (recorded: {{recorded}})")
+        }}
+        {cmc}::ReplayOutcome::NoViolation => {{
+            eprintln!("the counterexample no longer reproduces: its last state violates nothing")
+        }}
+        other => panic!(
+            "the counterexample no longer fits the program ({{other:?}}), so this test cannot              tell whether the bug is gone: run `cargo cmc check --emit-test` again to              regenerate it, or delete it if the change fixed the bug"
+        ),
     }}
 }}
 "#,
+        violation_doc = doc_lines(&violation),
         lib = pkg.lib_name,
         trace = raw_string(&trace.to_json()),
         model_q = serde_json::to_string(model).expect("a string serialises"),
@@ -70,4 +109,29 @@ pub(crate) fn write(file: &Path, pkg: &CmcPackage, model: &str, trace: &cmc::Tra
     }
     std::fs::write(file, source(pkg, model, trace))
         .with_context(|| format!("cannot write {}", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_names_are_snake_case() {
+        assert_eq!(
+            test_name("fixture_violating::two_messages"),
+            "cmc_counterexample_fixture_violating_two_messages"
+        );
+        assert_eq!(
+            test_name("Aodv::Model::AODV_4"),
+            "cmc_counterexample_aodv_model_aodv_4"
+        );
+    }
+
+    #[test]
+    fn every_line_of_a_message_stays_in_the_doc_comment() {
+        assert_eq!(
+            doc_lines("invariant violated: x\nline two\n\nlast"),
+            "//! invariant violated: x\n//! line two\n//!\n//! last"
+        );
+    }
 }

@@ -438,8 +438,26 @@ fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
     );
     let all = text(&out.stdout) + &text(&out.stderr);
     assert!(all.contains("the counterexample still reproduces"), "{all}");
-    // Fix the receiver: it no longer insists on the order.
+    assert!(
+        emitted.contains("fn cmc_counterexample_fixture_violating_two_messages()"),
+        "{emitted}"
+    );
     let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    // A change that keeps the bug but moves the states off the trace: the
+    // test cannot tell, so it fails and says why (it used to pass).
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        lib.replace("self.got.push(m)", "self.got.push(m + 10)"),
+    )
+    .unwrap();
+    let out = cargo().output().unwrap();
+    assert!(
+        !out.status.success(),
+        "the emitted test passed on a trace that no longer fits"
+    );
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(all.contains("no longer fits the program"), "{all}");
+    // Fix the receiver: it no longer insists on the order.
     std::fs::write(
         dir.join("src/lib.rs"),
         lib.replace("w[0] < w[1]", "w[0] != w[1]"),
