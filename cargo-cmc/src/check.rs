@@ -235,7 +235,6 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
     Ok(if violation { VIOLATION } else { OK })
 }
 
-#[allow(dead_code, reason = "used by replay to locate the traces directory")]
 pub(crate) fn traces_dir(project: &Project) -> PathBuf {
     project.target_dir.join("cmc").join("traces")
 }

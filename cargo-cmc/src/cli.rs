@@ -174,7 +174,11 @@ pub(crate) struct ReplayArgs {
     #[command(flatten)]
     pub(crate) project: ProjectArgs,
     /// The trace file written by `cargo cmc check`.
-    pub(crate) trace: PathBuf,
+    #[arg(required_unless_present = "last")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Replay the newest trace `cargo cmc check` saved in this project.
+    #[arg(long, conflicts_with = "trace")]
+    pub(crate) last: bool,
     /// Stop after this step.
     #[arg(long, value_name = "N")]
     pub(crate) step: Option<usize>,

@@ -65,8 +65,58 @@ fn build_args(given: &ProjectArgs, trace: &Trace) -> ProjectArgs {
     args
 }
 
-pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
-    let trace = Trace::load(&args.trace).map_err(|e| anyhow!("{e}"))?;
+/// The replay's arguments with the trace file resolved.
+struct ReplayFile {
+    file: std::path::PathBuf,
+    args: ReplayArgs,
+}
+
+impl std::ops::Deref for ReplayFile {
+    type Target = ReplayArgs;
+    fn deref(&self) -> &ReplayArgs {
+        &self.args
+    }
+}
+
+/// The newest trace file, in the project's traces directory, of a model
+/// the project has (a workspace's crates share the directory).
+fn last_trace(given: &ProjectArgs) -> Result<std::path::PathBuf> {
+    let project = crate::project::discover(given)?;
+    let built = crate::harness::build_all(&project)?;
+    let stems: Vec<String> = built
+        .iter()
+        .flat_map(|(_, models)| models.iter())
+        .map(|m| format!("{}--", crate::check::file_stem(&m.path)))
+        .collect();
+    let dir = crate::check::traces_dir(&project);
+    let newest = std::fs::read_dir(&dir)
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.ends_with(".json") && stems.iter().any(|s| name.starts_with(s.as_str()))
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .max();
+    match newest {
+        Some((_, path)) => Ok(path),
+        None => bail!(
+            "--last: no trace of this project's models in {}: `cargo cmc check` saves one \
+             for each violation it finds",
+            dir.display()
+        ),
+    }
+}
+
+pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
+    let file = match args.trace.take() {
+        Some(file) => file,
+        None => last_trace(&args.project)?,
+    };
+    let args = ReplayFile { file, args };
+    let trace = Trace::load(&args.file).map_err(|e| anyhow!("{e}"))?;
     let project = crate::project::discover(&build_args(&args.project, &trace))?;
     let built = crate::harness::build_all(&project)?;
     let Some((harness, _)) = built
@@ -79,7 +129,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
             .collect();
         bail!(
             "{} is a trace of model `{}`, which this project does not have (its models: {})",
-            args.trace.display(),
+            args.file.display(),
             trace.model,
             all.join(", ")
         );
@@ -89,7 +139,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
     let mut cmd = vec![
         "replay".to_string(),
         trace.model.clone(),
-        args.trace.display().to_string(),
+        args.file.display().to_string(),
         serde_json::to_string(&options).context("options serialise")?,
     ];
     if let Some(n) = args.step {
@@ -102,7 +152,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<u8> {
         "replaying {} ({} steps) from {}",
         trace.model,
         trace.steps.len(),
-        args.trace.display()
+        args.file.display()
     );
     let mut outcome: Option<ReplayOutcome> = None;
     harness.run(&cmd, |line| {

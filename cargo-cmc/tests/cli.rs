@@ -269,6 +269,37 @@ fn replay_reproduces_the_violation_and_can_stop_early() {
     );
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).contains("stopped after step 1"));
+    // The newest trace of the project's models (other tests may have saved
+    // newer ones of the same fixture, which reproduce as well).
+    let out = run(&fixture("violating"), &["replay", "--last"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("the violation reproduces"), "{stdout}");
+    assert!(stdout.contains("replaying fixture_violating::"), "{stdout}");
+    // A project none of whose models has a trace says so.
+    let empty = tempdir("no-traces");
+    std::fs::create_dir_all(empty.join("src")).unwrap();
+    let manifest = std::fs::read_to_string(fixture("violating").join("Cargo.toml"))
+        .unwrap()
+        .replace("fixture-violating", "fixture-never-checked")
+        .replace(
+            "../../../cmc-runtime",
+            &workspace().join("cmc-runtime").display().to_string(),
+        );
+    std::fs::write(empty.join("Cargo.toml"), manifest).unwrap();
+    std::fs::copy(
+        fixture("violating").join("src/lib.rs"),
+        empty.join("src/lib.rs"),
+    )
+    .unwrap();
+    let out = run(&empty, &["replay", "--last"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--last: no trace of this project's models"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&empty).unwrap();
 }
 
 #[test]
