@@ -77,6 +77,7 @@ fn build_info(project: &Project) -> cmc::BuildInfo {
         all_features: args.all_features,
         no_default_features: args.no_default_features,
         cmc_version: env!("CARGO_PKG_VERSION").to_string(),
+        sources: crate::project::sources_hash(project),
     }
 }
 

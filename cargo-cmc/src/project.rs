@@ -1,7 +1,7 @@
 //! Finding the packages that take part: workspace members that depend on
 //! `cmc-runtime`, discovered with `cargo metadata`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cargo_metadata::{CargoOpt, Metadata, MetadataCommand, Package};
@@ -196,4 +196,57 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
         packages,
         args: args.clone(),
     })
+}
+
+/// A hash of the project's source files: every `.rs`, `.toml` and `.lock`
+/// file under the workspace root and the cmc packages' directories (build
+/// output and hidden directories left out), by path and contents. Recorded
+/// in traces, so that replay can say whether the program changed.
+pub(crate) fn sources_hash(project: &Project) -> String {
+    use std::hash::{Hash, Hasher};
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => walk(&path, root, out),
+                Ok(t) if t.is_file() => {
+                    let source = path
+                        .extension()
+                        .is_some_and(|x| x == "rs" || x == "toml" || x == "lock");
+                    if source {
+                        if let Ok(bytes) = std::fs::read(&path) {
+                            let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+                            out.push((rel, bytes));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut files = Vec::new();
+    let mut roots: Vec<&Path> = vec![&project.workspace_root];
+    roots.extend(project.packages.iter().map(|p| p.dir.as_path()));
+    roots.sort();
+    roots.dedup();
+    for root in roots.iter().copied() {
+        // A package inside the workspace root is walked with it.
+        if roots.iter().any(|r| *r != root && root.starts_with(r)) {
+            continue;
+        }
+        walk(root, root, &mut files);
+    }
+    files.sort();
+    // SipHash-1-3 with fixed keys: the same in every run.
+    let mut h = std::hash::DefaultHasher::new();
+    files.hash(&mut h);
+    format!("{:016x}", h.finish())
 }

@@ -110,6 +110,32 @@ fn last_trace(given: &ProjectArgs) -> Result<std::path::PathBuf> {
     }
 }
 
+/// Why a replay diverged, as far as the trace can tell: whether the
+/// project's sources changed since it was recorded.
+fn divergence_cause(project: &crate::project::Project, trace: &Trace, handler: &str) -> String {
+    let recorded = trace
+        .build
+        .as_ref()
+        .map(|b| b.sources.as_str())
+        .unwrap_or("");
+    if recorded.is_empty() {
+        return "the trace does not record the sources it was checked with, so cmc cannot \
+                tell a changed program from hidden nondeterminism"
+            .to_string();
+    }
+    if crate::project::sources_hash(project) != recorded {
+        "the project's sources changed since the trace was recorded: the divergence is \
+         that change, not nondeterminism (check the model again for a new trace)"
+            .to_string()
+    } else {
+        format!(
+            "the project's sources are the ones the trace was recorded with: hidden \
+             nondeterminism in {handler} (or a dependency outside the project changed); \
+             `cargo cmc check --check-determinism` names its cause"
+        )
+    }
+}
+
 pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
     let file = match args.trace.take() {
         Some(file) => file,
@@ -192,16 +218,24 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
             Ok(OK)
         }
         ReplayOutcome::Diverged {
-            step: 0, message, ..
+            step: 0,
+            message,
+            handler,
         } => {
             println!(
                 "the trace does not fit this build of the model (the program or the model \
                  changed since it was recorded, or its initial state is not deterministic): {message}"
             );
+            println!("{}", divergence_cause(&project, &trace, &handler));
             Ok(DIVERGED)
         }
-        ReplayOutcome::Diverged { step, message, .. } => {
+        ReplayOutcome::Diverged {
+            step,
+            message,
+            handler,
+        } => {
             println!("the replay diverged at step {step}: {message}");
+            println!("{}", divergence_cause(&project, &trace, &handler));
             Ok(DIVERGED)
         }
         ReplayOutcome::NoViolation => {

@@ -692,6 +692,11 @@ fn the_printed_replay_command_rebuilds_with_the_traces_features() {
         replayed.contains("the replay diverged at step"),
         "{replayed}"
     );
+    // The trace recorded the sources: the divergence is the change's.
+    assert!(
+        replayed.contains("the project's sources changed since the trace was recorded"),
+        "{replayed}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -194,6 +194,11 @@ pub struct BuildInfo {
     /// The version of cmc that checked it.
     #[serde(default)]
     pub cmc_version: String,
+    /// A hash of the project's source files when it was checked (empty:
+    /// not recorded), so that a replay that diverges can tell a changed
+    /// program from hidden nondeterminism.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sources: String,
 }
 
 impl Trace {
