@@ -32,6 +32,9 @@ pub(crate) struct Run {
     pub(crate) sent: Vec<(usize, String, &'static str)>,
     /// A model error raised by the environment (the network bound).
     pub(crate) model_error: Option<String>,
+    /// A replayed choice that is out of its range now: the trace does not
+    /// fit the program (the handler panics to stop).
+    pub(crate) misfit: Option<String>,
 }
 
 thread_local! {
@@ -187,10 +190,14 @@ fn choice(n: usize, what: &str) -> usize {
     with_run(what, |run| {
         let at = run.taken.len();
         let value = run.script.get(at).copied().unwrap_or(0);
-        assert!(
-            value < n,
-            "a replayed choice {value} is out of range 0..{n}: the handler is not deterministic"
-        );
+        if value >= n {
+            let message = format!(
+                "choice {} of the step is {value}, out of its range 0..{n} now",
+                at + 1
+            );
+            run.misfit = Some(message.clone());
+            panic!("{message}: the trace does not fit the program");
+        }
         run.taken.push((value, n));
         value
     })

@@ -150,6 +150,8 @@ struct Outcome {
     /// A global the run initialized that could not be moved out of the
     /// arenas (see [`crate::globals`]).
     global_error: Option<String>,
+    /// A replayed choice out of its range (see `ctx::Run::misfit`).
+    misfit: Option<String>,
 }
 
 struct Item {
@@ -1044,6 +1046,7 @@ impl<'m, P: Process> Engine<'m, P> {
             ranges: run.taken,
             panic,
             model_error: run.model_error,
+            misfit: run.misfit,
             delivered: run.delivered,
             sent: run.sent,
             global_error,
@@ -2035,6 +2038,13 @@ pub(crate) fn replay<P: Process>(
             return Err(CheckError::Model(m));
         }
         let name = e.handler_name(event).to_string();
+        if let Some(m) = outcome.misfit.clone() {
+            return Ok(ReplayOutcome::Diverged {
+                step: k + 1,
+                handler: name.clone(),
+                message: format!("{name} of {} at step {}: {m}", step.actor, k + 1),
+            });
+        }
         let failure = if let Some((message, location)) = outcome.panic.clone() {
             Some(ViolationRecord {
                 kind: ViolationKind::Panic,

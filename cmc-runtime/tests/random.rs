@@ -476,3 +476,38 @@ fn a_draw_after_a_choice_passes_the_determinism_check() {
         assert_eq!(r.stats.unique, plain.stats.unique, "{}", mode.name());
     }
 }
+
+#[test]
+fn a_recorded_choice_out_of_range_is_a_trace_that_does_not_fit() {
+    let model = || {
+        Model::new("listener", 2, |_| Listener {
+            sent: 0,
+            heard: Vec::new(),
+        })
+        .quiescence_ok(true)
+        .strategy(cmc::Strategy::Bfs)
+        .invariant("hears_little", |w| {
+            if w.processes().any(|n| n.heard.len() == 2) {
+                Err("heard both".into())
+            } else {
+                Ok(())
+            }
+        })
+    };
+    let r = model().check().expect("the check runs");
+    assert_eq!(r.verdict, Verdict::Violation);
+    let mut trace = r.violations[0].trace.clone();
+    let at = trace
+        .steps
+        .iter()
+        .position(|s| s.handler == "hear")
+        .expect("a delivery");
+    trace.steps[at].choices = vec![5];
+    match model().replay(&trace).expect("the replay runs") {
+        ReplayOutcome::Diverged { step, message, .. } => {
+            assert_eq!(step, at + 1);
+            assert!(message.contains("is 5, out of its range 0.."), "{message}");
+        }
+        other => panic!("expected a trace that does not fit, got {other:?}"),
+    }
+}
