@@ -29,14 +29,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     }
     o.seed = args.seed;
     o.keep_going = args.keep_going.then_some(true);
-    o.fingerprint = args.fingerprint.map(|f| match f {
-        FingerprintArg::State => FingerprintMode::State,
-        FingerprintArg::Hash => FingerprintMode::Hash,
-        FingerprintArg::Debug => FingerprintMode::Debug,
-        FingerprintArg::Heap => FingerprintMode::Heap,
-        FingerprintArg::Bytes => FingerprintMode::Bytes,
-        FingerprintArg::Abstract => FingerprintMode::Abstract,
-    });
+    o.fingerprint = args.fingerprint.map(fingerprint_mode);
     o.width = args.fingerprint_bits.map(|b| match b {
         BitsArg::B64 => FingerprintWidth::Bits64,
         BitsArg::B128 => FingerprintWidth::Bits128,
@@ -45,6 +38,18 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.random_seeds = args.random_seeds.map(|k| k as usize);
     o.isolate = true;
     Ok(o)
+}
+
+/// The runtime's mode for a `--fingerprint` argument.
+pub(crate) fn fingerprint_mode(f: FingerprintArg) -> FingerprintMode {
+    match f {
+        FingerprintArg::State => FingerprintMode::State,
+        FingerprintArg::Hash => FingerprintMode::Hash,
+        FingerprintArg::Debug => FingerprintMode::Debug,
+        FingerprintArg::Heap => FingerprintMode::Heap,
+        FingerprintArg::Bytes => FingerprintMode::Bytes,
+        FingerprintArg::Abstract => FingerprintMode::Abstract,
+    }
 }
 
 /// A file name for a model path: `crate::module::fn` → `crate__module__fn`.
@@ -63,7 +68,7 @@ pub(crate) fn file_stem(model: &str) -> String {
 }
 
 /// How the project was built, for the traces (replay rebuilds it so).
-fn build_info(project: &Project) -> cmc::BuildInfo {
+fn build_info(project: &Project, options: &RunOptions) -> cmc::BuildInfo {
     let args = &project.args;
     cmc::BuildInfo {
         packages: args.packages.clone(),
@@ -78,6 +83,8 @@ fn build_info(project: &Project) -> cmc::BuildInfo {
         no_default_features: args.no_default_features,
         cmc_version: env!("CARGO_PKG_VERSION").to_string(),
         sources: crate::project::sources_hash(project),
+        profile: "release".to_string(),
+        options: Some(options.clone()),
     }
 }
 
@@ -91,7 +98,7 @@ fn short_hash(trace: &cmc::Trace) -> String {
     format!("{:08x}", h.finish() as u32)
 }
 
-fn save(project: &Project, result: &CheckResult) -> Result<Vec<Saved>> {
+fn save(project: &Project, options: &RunOptions, result: &CheckResult) -> Result<Vec<Saved>> {
     let traces = project.target_dir.join("cmc").join("traces");
     let reports = project.target_dir.join("cmc").join("reports");
     std::fs::create_dir_all(&traces)
@@ -102,7 +109,7 @@ fn save(project: &Project, result: &CheckResult) -> Result<Vec<Saved>> {
     let mut saved = Vec::new();
     for v in &result.violations {
         let mut trace = v.trace.clone();
-        trace.build = Some(build_info(project));
+        trace.build = Some(build_info(project, options));
         // One file per violation: model, property, contents.
         let name = format!(
             "{stem}--{}-{}",
@@ -209,7 +216,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
         )?;
         let result =
             result.with_context(|| format!("the harness printed no result for {model}"))?;
-        let saved = save(&project, &result)?;
+        let saved = save(&project, &options, &result)?;
         out.result(&result, &saved, &|s| {
             replay_command(&project, &s.trace_file)
         });

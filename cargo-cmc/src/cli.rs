@@ -11,9 +11,16 @@ pub(crate) const VIOLATION: u8 = 1;
 pub(crate) const FAILURE: u8 = 2;
 /// `cargo cmc replay`: the trace ends in another violation than it recorded.
 pub(crate) const OTHER_VIOLATION: u8 = 3;
-/// `cargo cmc replay`: the trace no longer fits the program (a step is not
-/// enabled or reaches another state than recorded).
+/// `cargo cmc replay`: the replay diverged (a step is not enabled or
+/// reaches another state than recorded) and the program changed since the
+/// trace was recorded (or the trace does not record enough to tell).
 pub(crate) const DIVERGED: u8 = 4;
+/// `cargo cmc replay`: the replay diverged with the same program: hidden
+/// nondeterminism.
+pub(crate) const NONDETERMINISM: u8 = 5;
+/// `cargo cmc replay`: the trace does not fit the model (a handler or
+/// process it does not have, a choice out of its range).
+pub(crate) const MISFIT: u8 = 6;
 
 #[derive(Parser, Debug)]
 #[command(name = "cargo", bin_name = "cargo")]
@@ -36,6 +43,12 @@ enum Command {
     /// List the models, one full path per line.
     List(ListArgs),
     /// Re-execute a saved trace, step by step.
+    #[command(
+        after_help = "Exit codes: 1 the violation reproduces; 3 the trace ends in \
+another violation; 0 it ends in none (or --step stopped it); 4 it diverges because the \
+program changed; 5 it diverges with the same sources (hidden nondeterminism); 6 the trace \
+does not fit the model; 2 a tool error."
+    )]
     Replay(ReplayArgs),
 }
 
@@ -182,6 +195,10 @@ pub(crate) struct ReplayArgs {
     /// Stop after this step.
     #[arg(long, value_name = "N")]
     pub(crate) step: Option<usize>,
+    /// Fingerprint the states by this source instead of the one the trace
+    /// was recorded with.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) fingerprint: Option<FingerprintArg>,
 }
 
 pub(crate) fn main() -> ExitCode {

@@ -91,7 +91,9 @@ fn {name}() {{
             eprintln!("the counterexample no longer reproduces: its last state violates nothing")
         }}
         other => panic!(
-            "the counterexample no longer fits the program ({{other:?}}), so this test cannot              tell whether the bug is gone: run `cargo cmc check --emit-test` again to              regenerate it, or delete it if the change fixed the bug"
+            "the counterexample no longer fits the program ({{other:?}}), so this test cannot tell \
+             whether the bug is gone: run `cargo cmc check --emit-test` again to regenerate \
+             it, or delete it if the change fixed the bug"
         ),
     }}
 }}

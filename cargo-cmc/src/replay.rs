@@ -4,7 +4,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use cmc::registry::RunOptions;
 use cmc::{ReplayOutcome, Step, Trace};
 
-use crate::cli::{ProjectArgs, ReplayArgs, DIVERGED, OK, OTHER_VIOLATION, VIOLATION};
+use crate::cli::{
+    ProjectArgs, ReplayArgs, DIVERGED, MISFIT, NONDETERMINISM, OK, OTHER_VIOLATION, VIOLATION,
+};
 
 /// The build flags to replay with: the command line's when it gives any,
 /// else the ones the trace recorded (saying so either way).
@@ -110,29 +112,54 @@ fn last_trace(given: &ProjectArgs) -> Result<std::path::PathBuf> {
     }
 }
 
-/// Why a replay diverged, as far as the trace can tell: whether the
-/// project's sources changed since it was recorded.
-fn divergence_cause(project: &crate::project::Project, trace: &Trace, handler: &str) -> String {
-    let recorded = trace
-        .build
-        .as_ref()
-        .map(|b| b.sources.as_str())
-        .unwrap_or("");
+/// Whether the project's sources are the ones `trace` was recorded with:
+/// `None` when the trace does not record them.
+fn same_sources(project: &crate::project::Project, trace: &Trace) -> Option<bool> {
+    let recorded = trace.build.as_ref().map(|b| b.sources.as_str())?;
     if recorded.is_empty() {
-        return "the trace does not record the sources it was checked with, so cmc cannot \
-                tell a changed program from hidden nondeterminism"
-            .to_string();
+        return None;
     }
-    if crate::project::sources_hash(project) != recorded {
-        "the project's sources changed since the trace was recorded: the divergence is \
-         that change, not nondeterminism (check the model again for a new trace)"
-            .to_string()
-    } else {
-        format!(
-            "the project's sources are the ones the trace was recorded with: hidden \
-             nondeterminism in {handler} (or a dependency outside the project changed); \
-             `cargo cmc check --check-determinism` names its cause"
-        )
+    Some(crate::project::sources_hash(project) == recorded)
+}
+
+/// Explains a divergence or a misfit and chooses its exit code: the program
+/// changed (4, with what the model and the sources tell), or the same
+/// program behaved differently (5, hidden nondeterminism in `handler`).
+fn divergence_verdict(
+    project: &crate::project::Project,
+    trace: &Trace,
+    handler: &str,
+    changed: Option<&str>,
+) -> u8 {
+    if let Some(c) = changed {
+        println!("the model changed since the trace was recorded: {c}");
+    }
+    match same_sources(project, trace) {
+        Some(false) => {
+            println!(
+                "the project's sources changed since the trace was recorded: the divergence \
+                 is that change, not nondeterminism (check the model again for a new trace)"
+            );
+            DIVERGED
+        }
+        Some(true) if changed.is_none() => {
+            println!(
+                "the project's sources are the ones the trace was recorded with: hidden \
+                 nondeterminism in {handler} (or a dependency outside the project changed); \
+                 `cargo cmc check --check-determinism` names its cause"
+            );
+            NONDETERMINISM
+        }
+        Some(true) => DIVERGED,
+        None => {
+            if changed.is_none() {
+                println!(
+                    "the trace does not record the sources it was checked with, so cmc \
+                     cannot tell a changed program from hidden nondeterminism"
+                );
+            }
+            DIVERGED
+        }
     }
 }
 
@@ -162,6 +189,19 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
     };
     let mut options = RunOptions::default();
     options.isolate = true;
+    if let Some(f) = args.fingerprint {
+        let mode = crate::check::fingerprint_mode(f);
+        options.fingerprint = Some(mode);
+        let recorded = trace
+            .fingerprint
+            .map_or("each type's best source", |m| m.name());
+        if trace.fingerprint != Some(mode) {
+            println!(
+                "cmc: fingerprinting by {} from the command line; the trace was recorded with {recorded}",
+                mode.name()
+            );
+        }
+    }
     let mut cmd = vec![
         "replay".to_string(),
         trace.model.clone(),
@@ -218,34 +258,54 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
             Ok(OK)
         }
         ReplayOutcome::Diverged {
-            step: 0,
-            message,
-            handler,
-        } => {
-            println!(
-                "the trace does not fit this build of the model (the program or the model \
-                 changed since it was recorded, or its initial state is not deterministic): {message}"
-            );
-            println!("{}", divergence_cause(&project, &trace, &handler));
-            Ok(DIVERGED)
-        }
-        ReplayOutcome::Diverged {
             step,
             message,
             handler,
+            detail,
+            changed,
+            ..
         } => {
-            println!("the replay diverged at step {step}: {message}");
-            println!("{}", divergence_cause(&project, &trace, &handler));
-            Ok(DIVERGED)
+            if step == 0 {
+                println!("the trace's initial state is not this build's: {message}");
+            } else {
+                println!("the replay diverged at step {step}: {message}");
+            }
+            if let Some(d) = detail {
+                println!("{d}");
+            }
+            Ok(divergence_verdict(
+                &project,
+                &trace,
+                &handler,
+                changed.as_deref(),
+            ))
+        }
+        ReplayOutcome::Misfit {
+            step,
+            message,
+            changed,
+            ..
+        } => {
+            println!("the trace does not fit the model at step {step}: {message}");
+            if let Some(c) = changed {
+                println!("the model changed since the trace was recorded: {c}");
+            }
+            if same_sources(&project, &trace) == Some(false) {
+                println!(
+                    "the project's sources changed since the trace was recorded: check the \
+                     model again for a new trace"
+                );
+            }
+            Ok(MISFIT)
         }
         ReplayOutcome::NoViolation => {
             match recorded {
                 Some(r) => println!(
-                    "every step ran as recorded, and the final state violates nothing: the \
+                    "the trace ran to its end and its final state violates nothing: the \
                      recorded violation no longer occurs ({r})"
                 ),
                 None => {
-                    println!("every step ran as recorded, and the final state violates nothing")
+                    println!("the trace ran to its end and its final state violates nothing")
                 }
             }
             Ok(OK)

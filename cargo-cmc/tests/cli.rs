@@ -336,8 +336,41 @@ fn bad_trace_files_are_clear_errors() {
     let file = dir.join("rebuilt.json");
     std::fs::write(&file, rebuilt.to_string()).unwrap();
     let out = run(&fixture("violating"), &["replay", file.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("the trace does not fit this build"));
+    // The sources are the recorded ones: the initial state's difference is
+    // hidden nondeterminism (exit 5).
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("the trace's initial state is not this build's")
+            && stdout.contains("hidden nondeterminism in initialisation"),
+        "{stdout}"
+    );
+    // A step that names a handler or a process the model does not have:
+    // the trace does not fit the model (exit 6).
+    let good: Value =
+        serde_json::from_str(&std::fs::read_to_string(violating_trace()).unwrap()).unwrap();
+    for (what, field, value, expected) in [
+        ("handler", "handler", Value::from("resend"), "runs `resend`"),
+        ("process", "process", Value::from(9), "names process 9"),
+    ] {
+        let mut misfit = good.clone();
+        misfit["steps"][0][field] = value;
+        let file = dir.join(format!("misfit-{what}.json"));
+        std::fs::write(&file, misfit.to_string()).unwrap();
+        let out = run(&fixture("violating"), &["replay", file.to_str().unwrap()]);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(6),
+            "{what}: {stdout}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.contains("the trace does not fit the model at step 1")
+                && stdout.contains(expected),
+            "{what}: {stdout}"
+        );
+    }
 }
 
 #[test]
@@ -892,4 +925,238 @@ fn ordinary_std_state_is_counted_by_meaning_and_its_trace_replays() {
     assert_eq!(result["sources"][0]["role"], "process");
     assert_eq!(result["sources"][0]["source"], "debug");
     assert_eq!(result["fingerprint"], "debug");
+}
+
+/// Runs a printed command through `sh -c` in `dir`, with this build's
+/// `cargo-cmc` first on the path, as a user pasting it would.
+fn paste(dir: &Path, command: &str) -> Output {
+    let cargo_cmc = assert_cmd::cargo::cargo_bin("cargo-cmc");
+    let path = format!(
+        "{}:{}",
+        cargo_cmc.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("sh")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("PATH", &path)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap()
+}
+
+/// The replay commands a check printed, one per violation.
+fn replay_commands(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("replay it with: "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn each_violation_replays_and_each_verdict_is_distinct() {
+    // The ledger's server builds a std HashMap in its handler. With two
+    // seeded bugs and --keep-going, the check finds two violations (a
+    // three-line panic and an invariant), writes one trace file for each,
+    // and each printed command, pasted, reproduces its own violation.
+    let dir = copy_of("ledger", "ledger-verdicts");
+    let features = "bug-double-ack,bug-order-panic";
+    let out = run(
+        &dir,
+        &[
+            "check",
+            "--strategy",
+            "bfs",
+            "--keep-going",
+            "--features",
+            features,
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let commands = replay_commands(&stdout);
+    assert_eq!(commands.len(), 2, "{stdout}");
+    assert_ne!(commands[0], commands[1], "one file per violation");
+    let panic = commands
+        .iter()
+        .find(|c| c.contains("--receive-"))
+        .expect("the panic's trace");
+    let acks = commands
+        .iter()
+        .find(|c| c.contains("--one_ack_per_amount-"))
+        .expect("the invariant's trace");
+    for (command, expected) in [
+        (
+            panic,
+            "the violation reproduces: panic violated: receive: process 1: out of order:",
+        ),
+        (
+            acks,
+            "the violation reproduces: invariant violated: one_ack_per_amount",
+        ),
+    ] {
+        let out = paste(&dir, command);
+        let replayed = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{command}\n{replayed}{}",
+            text(&out.stderr)
+        );
+        assert!(replayed.contains(expected), "{replayed}");
+    }
+    // Hidden nondeterminism, with the same sources: the server reads its
+    // increment from the environment, which the check ran without. The
+    // replay names the process and the field that differ (exit 5).
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("LEDGER_SCALE=2 {acks}")])
+        .current_dir(&dir)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                assert_cmd::cargo::cargo_bin("cargo-cmc")
+                    .parent()
+                    .unwrap()
+                    .display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("the replay diverged at step 2")
+            && replayed.contains("hidden nondeterminism in receive")
+            && replayed.contains("the state of process 1 differs in `Node.totals.\"a\"`"),
+        "{replayed}"
+    );
+    // The panic is fixed: its trace runs to its end and violates nothing
+    // (exit 0), though the sources changed.
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        lib.replace(r#"cfg!(feature = "bug-order-panic")"#, "false"),
+    )
+    .unwrap();
+    let out = paste(&dir, panic);
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("the recorded violation no longer occurs"),
+        "{replayed}"
+    );
+    // The model changed shape (a handler renamed): the invariant's trace
+    // does not fit it (exit 6), and the replay says what changed.
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        lib.replace("fn receive(", "fn deliver("),
+    )
+    .unwrap();
+    let out = paste(&dir, acks);
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("runs `receive`, which process 1 does not have")
+            && replayed.contains("the model's shape changed")
+            && replayed.contains("the project's sources changed"),
+        "{replayed}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
+    let dir = copy_of("ledger", "ledger-crash");
+    // A segfault in a handler: its printed replay command reproduces it.
+    let out = run(
+        &dir,
+        &["check", "--strategy", "bfs", "--features", "bug-crash"],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("crash violated: receive"), "{stdout}");
+    let commands = replay_commands(&stdout);
+    assert_eq!(commands.len(), 1, "{stdout}");
+    let out = paste(&dir, &commands[0]);
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("the violation reproduces: crash violated: receive"),
+        "{replayed}"
+    );
+    // A panic whose message has three lines (and quotes): the emitted test
+    // compiles, fails while the bug is there, and passes once it is fixed
+    // (the feature off).
+    let out = run(
+        &dir,
+        &[
+            "check",
+            "--strategy",
+            "bfs",
+            "--features",
+            "bug-order-panic",
+            "--emit-test",
+            "tests/regression.rs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let emitted = std::fs::read_to_string(dir.join("tests/regression.rs")).unwrap();
+    assert!(
+        emitted.contains("//!   got \"b\" before \"a\"")
+            && emitted.contains("//!   the ledger needs them in order"),
+        "{emitted}"
+    );
+    let test = |features: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO"));
+        c.current_dir(&dir)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .args(["test", "--release", "--test", "regression"])
+            .args(features);
+        c.output().unwrap()
+    };
+    let out = test(&["--features", "bug-order-panic"]);
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the emitted test passed while the bug is there:\n{all}"
+    );
+    assert!(
+        all.contains("the counterexample still reproduces: panic violated: receive"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("warning"),
+        "the emitted test compiles without warnings:\n{all}"
+    );
+    let out = test(&[]);
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the emitted test fails after the fix:\n{all}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

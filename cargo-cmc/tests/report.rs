@@ -334,6 +334,8 @@ fn handmade_trace() -> Trace {
         fingerprint_bits: 64,
         fingerprint: None,
         build: None,
+        sources: Vec::new(),
+        handlers: String::new(),
         initial_fingerprint: "abcdef0123456789".into(),
         steps: vec![s1, s2, s3, s4, s5, s6, s7, s8, s9],
         violation: Some(ViolationRecord {

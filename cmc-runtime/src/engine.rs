@@ -1431,8 +1431,36 @@ impl<'m, P: Process> Engine<'m, P> {
             steps: out,
             also_violated,
             violation: Some(record),
+            sources: self.fp.sources.clone(),
+            handlers: self.shape(),
             build: None,
         }
+    }
+
+    /// A hash of the model's shape (see [`Trace::handlers`]): what a trace
+    /// depends on besides the code of the handlers.
+    fn shape(&self) -> String {
+        use std::hash::Hash;
+        let mut h = StateHasher::default();
+        self.model.name.hash(&mut h);
+        self.roots.len().hash(&mut h);
+        std::any::type_name::<P>().hash(&mut h);
+        std::any::type_name::<P::Msg>().hash(&mut h);
+        std::any::type_name::<P::Shared>().hash(&mut h);
+        for handler in &self.handlers {
+            handler.name.hash(&mut h);
+            format!("{:?}", handler.trigger).hash(&mut h);
+        }
+        for inv in &self.invariants {
+            inv.name.hash(&mut h);
+        }
+        for inv in &self.model.invariants {
+            inv.name.hash(&mut h);
+        }
+        for (name, _) in &self.registered {
+            name.hash(&mut h);
+        }
+        format!("{:032x}", h.finish128())
     }
 }
 
@@ -1877,6 +1905,8 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 steps: Vec::new(),
                 violation: Some(record.clone()),
                 also_violated: Vec::new(),
+                sources: Vec::new(),
+                handlers: String::new(),
                 build: None,
             };
             return Ok(CheckResult {
@@ -1944,16 +1974,73 @@ pub enum ReplayOutcome {
         /// The last step run, from 1.
         step: usize,
     },
-    /// Step `step` (1-based) produced a different state than recorded:
-    /// hidden nondeterminism in `handler`.
+    /// Step `step` (1-based) produced a different state than recorded, or
+    /// was not enabled: the model changed since the trace was recorded
+    /// (`changed` says how, when the model itself can tell), or hidden
+    /// nondeterminism in `handler`.
     Diverged {
-        /// The step number, from 1.
+        /// The step number, from 1 (0: the initial state).
         step: usize,
         /// The handler that ran at that step.
         handler: String,
         /// What differed.
         message: String,
+        /// Where the state differs from the recorded one, as far as the
+        /// trace's recorded `Debug` tells: the acting process's fields, or
+        /// the messages it sent.
+        #[serde(default)]
+        detail: Option<String>,
+        /// How the model changed since the trace was recorded (its shape,
+        /// its types' sources of identity), when it did.
+        #[serde(default)]
+        changed: Option<String>,
     },
+    /// The trace does not fit the model: a step names a handler or a
+    /// process the model does not have, or a recorded choice is out of its
+    /// range now.
+    Misfit {
+        /// The step number, from 1.
+        step: usize,
+        /// What does not fit.
+        message: String,
+        /// How the model changed since the trace was recorded, when it can
+        /// tell.
+        #[serde(default)]
+        changed: Option<String>,
+    },
+}
+
+/// How the model differs from the one `trace` was recorded on, as far as
+/// the trace's recorded shape and sources of identity tell; `None` when
+/// they are the same (or not recorded).
+fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> {
+    let mut changes = Vec::new();
+    if !trace.handlers.is_empty() && trace.handlers != e.shape() {
+        changes.push(
+            "the model's shape changed since the trace was recorded (its number of \
+             processes, its types, its handlers or its invariants)"
+                .to_string(),
+        );
+    }
+    for was in &trace.sources {
+        let now = e.fp.sources.iter().find(|s| s.role == was.role);
+        match now {
+            Some(now) if now.type_name != was.type_name => changes.push(format!(
+                "the {} type is `{}`, the trace recorded `{}`",
+                was.role, now.type_name, was.type_name
+            )),
+            Some(now) if now.source != was.source => changes.push(format!(
+                "the {} type `{}` is identified by its {} now, by its {} when the trace \
+                 was recorded",
+                was.role,
+                was.type_name,
+                now.source.name(),
+                was.source.name()
+            )),
+            _ => {}
+        }
+    }
+    (!changes.is_empty()).then(|| changes.join("; "))
 }
 
 /// Replays a trace on a fresh copy of the model.
@@ -1979,6 +2066,7 @@ pub(crate) fn replay<P: Process>(
         Ok(f) => hex(f),
         Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
     };
+    let changed = model_change(&e, trace);
     if !trace.initial_fingerprint.is_empty() && initial != trace.initial_fingerprint {
         return Ok(ReplayOutcome::Diverged {
             step: 0,
@@ -1987,19 +2075,29 @@ pub(crate) fn replay<P: Process>(
                 "the initial state's fingerprint is {initial}, the trace recorded {}",
                 trace.initial_fingerprint
             ),
+            detail: None,
+            changed,
         });
     }
     let count = e.roots.len();
     // The state each step starts from (see `Engine::build_trace`).
     let mut pre = e.initial;
     for (k, step) in trace.steps.iter().enumerate() {
+        let misfit = |message: String| {
+            Ok(ReplayOutcome::Misfit {
+                step: k + 1,
+                message,
+                changed: changed.clone(),
+            })
+        };
         let actor = match step.process {
             Some(p) if p < count => p,
             Some(p) => {
-                return Err(CheckError::Trace(format!(
-                    "step {} names process {p} of {count}",
-                    k + 1
-                )))
+                return misfit(format!(
+                    "step {} names process {p}; the model has {count} (0 to {})",
+                    k + 1,
+                    count.saturating_sub(1)
+                ))
             }
             None => ENV,
         };
@@ -2007,10 +2105,21 @@ pub(crate) fn replay<P: Process>(
             ENV_EVENTS.iter().position(|&n| n == step.handler)
         } else {
             e.handlers.iter().position(|h| h.name == step.handler)
-        }
-        .ok_or_else(|| {
-            CheckError::Trace(format!("step {}: no handler `{}`", k + 1, step.handler))
-        })?;
+        };
+        let Some(handler) = handler else {
+            let known: Vec<&str> = if actor == ENV {
+                ENV_EVENTS.to_vec()
+            } else {
+                e.handlers.iter().map(|h| h.name).collect()
+            };
+            return misfit(format!(
+                "step {} runs `{}`, which {} does not have (its handlers: {})",
+                k + 1,
+                step.handler,
+                step.actor,
+                known.join(", ")
+            ));
+        };
         let event = Event { actor, handler };
         let enabled = match e.enabled() {
             Ok(events) => events,
@@ -2024,6 +2133,8 @@ pub(crate) fn replay<P: Process>(
                     "{} of {} is not enabled at this step",
                     step.handler, step.actor
                 ),
+                detail: None,
+                changed,
             });
         }
         isolate::record(|| vec![isolate::REPLAYING, (k + 1) as u64]);
@@ -2039,11 +2150,7 @@ pub(crate) fn replay<P: Process>(
         }
         let name = e.handler_name(event).to_string();
         if let Some(m) = outcome.misfit.clone() {
-            return Ok(ReplayOutcome::Diverged {
-                step: k + 1,
-                handler: name.clone(),
-                message: format!("{name} of {} at step {}: {m}", step.actor, k + 1),
-            });
+            return misfit(format!("{name} of {} at step {}: {m}", step.actor, k + 1));
         }
         let failure = if let Some((message, location)) = outcome.panic.clone() {
             Some(ViolationRecord {
@@ -2081,12 +2188,19 @@ pub(crate) fn replay<P: Process>(
         } else {
             (String::new(), failure)
         };
+        let after = if failure.is_none() && (stepping || step.after.is_some()) {
+            e.show(actor)
+        } else {
+            None
+        };
+        let sent_now: Option<Vec<(usize, String)>> = stepping.then(|| {
+            outcome
+                .sent
+                .iter()
+                .map(|(to, m, _)| (*to, m.clone()))
+                .collect()
+        });
         if stepping {
-            let after = if failure.is_none() {
-                e.show(actor)
-            } else {
-                None
-            };
             let described = e.describe_step(
                 &RawStep {
                     event,
@@ -2096,23 +2210,37 @@ pub(crate) fn replay<P: Process>(
                 outcome,
                 print.clone(),
                 before,
-                after,
+                after.clone(),
             );
             crate::progress::step(k + 1, &described);
         }
         if let Some(record) = failure {
             return Ok(ReplayOutcome::Reproduced(record));
         }
-        if !step.fingerprint.is_empty() && print != step.fingerprint {
+        // The last step's state may differ from the recorded one: what
+        // matters there is whether it still has the violation (a fix in
+        // the last handler changes it, and the verdict is then "no
+        // violation", not "diverged").
+        // (A trace of nondeterminism is the exception: its last step's
+        // difference is the violation.)
+        let last = k + 1 == trace.steps.len()
+            && trace
+                .violation
+                .as_ref()
+                .is_none_or(|v| v.kind != ViolationKind::Nondeterminism);
+        if !last && !step.fingerprint.is_empty() && print != step.fingerprint {
+            let detail = divergence_detail(step, after.as_deref(), sent_now.as_deref());
             return Ok(ReplayOutcome::Diverged {
                 step: k + 1,
                 handler: name.clone(),
                 message: format!(
-                    "hidden nondeterminism in {name} of {} at step {}: the state's fingerprint is {print}, the trace recorded {}",
+                    "{name} of {} at step {} reached a state whose fingerprint is {print}; the trace recorded {}",
                     step.actor,
                     k + 1,
                     step.fingerprint
                 ),
+                detail,
+                changed,
             });
         }
         if crate::progress::replay_stop() == Some(k + 1) {
@@ -2133,6 +2261,57 @@ pub(crate) fn replay<P: Process>(
             }))
         }
         Ok(_) => Ok(ReplayOutcome::NoViolation),
+    }
+}
+
+/// Where a replayed step's result differs from the recorded one, as far as
+/// the trace's `Debug` renderings tell: the acting process's state (which
+/// fields), else the messages it sent (when known).
+fn divergence_detail(
+    step: &Step,
+    after: Option<&str>,
+    sent: Option<&[(usize, String)]>,
+) -> Option<String> {
+    let who = match step.process {
+        Some(p) if step.actor != format!("process {p}") => format!("process {p} ({})", step.actor),
+        _ => step.actor.clone(),
+    };
+    if let (Some(was), Some(now)) = (step.after.as_deref(), after) {
+        if let Some(d) = first_difference(now, was) {
+            return Some(format!(
+                "the state of {who} differs {d} (now against recorded)"
+            ));
+        }
+    }
+    if let Some(sent) = sent {
+        let recorded: Vec<(usize, String)> = step
+            .sent
+            .iter()
+            .map(|s| (s.to, s.message.clone()))
+            .collect();
+        if recorded != sent {
+            let show = |v: &[(usize, String)]| {
+                let items: Vec<String> = v.iter().map(|(to, m)| format!("{m} to {to}")).collect();
+                if items.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    items.join(", ")
+                }
+            };
+            return Some(format!(
+                "{who} sent {} now; the trace recorded {}",
+                show(sent),
+                show(&recorded)
+            ));
+        }
+    }
+    if step.after.is_some() && after.is_some() {
+        Some(format!(
+            "the `Debug` of {who} and the messages it sent are as recorded: the difference \
+             is in what `Debug` does not show, or in its timers or the shared variables"
+        ))
+    } else {
+        None
     }
 }
 
@@ -2306,7 +2485,14 @@ pub(crate) fn replay_isolated<P: Process>(
                 Ok(ReplayOutcome::Diverged {
                     step: done,
                     handler: step.handler.clone(),
-                    message: record.message,
+                    message: format!(
+                        "{} crashed at step {done} of {}: {}",
+                        step.handler,
+                        trace.steps.len(),
+                        record.message
+                    ),
+                    detail: None,
+                    changed: None,
                 })
             }
         }

@@ -15,7 +15,7 @@ use crate::world::World;
 
 /// Overrides a harness applies to a model before checking it (the flags of
 /// `cargo cmc check`). `None` keeps the model's own setting.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RunOptions {
     /// The search strategy.

@@ -170,6 +170,18 @@ pub struct Trace {
     /// failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_violated: Vec<String>,
+    /// The source of identity each type of the model was fingerprinted
+    /// from when the trace was recorded (process, shared variables,
+    /// messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<crate::identity::TypeSource>,
+    /// A hash of the model's shape when the trace was recorded: its
+    /// process count, its types, its handler table (names and triggers)
+    /// and its invariants' names (empty: not recorded). Replay compares it
+    /// with the model's now to tell a changed model from hidden
+    /// nondeterminism.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub handlers: String,
     /// How the checked program was built, when `cargo cmc` recorded it:
     /// `cargo cmc replay` rebuilds it the same way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +211,15 @@ pub struct BuildInfo {
     /// program from hidden nondeterminism.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sources: String,
+    /// The cargo profile of the checking binary (`cargo cmc` always builds
+    /// it as `release`, with debug assertions and overflow checks on).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile: String,
+    /// The search's options as given on the command line (strategy,
+    /// bounds, seed, fingerprint mode and width, …): with the model, they
+    /// rerun the same search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<crate::registry::RunOptions>,
 }
 
 impl Trace {

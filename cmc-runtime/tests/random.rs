@@ -502,11 +502,58 @@ fn a_recorded_choice_out_of_range_is_a_trace_that_does_not_fit() {
         .iter()
         .position(|s| s.handler == "hear")
         .expect("a delivery");
+    let good = trace.clone();
+    assert!(
+        good.handlers.len() == 32 && !good.sources.is_empty(),
+        "a trace records the model's shape and its types' sources"
+    );
     trace.steps[at].choices = vec![5];
     match model().replay(&trace).expect("the replay runs") {
-        ReplayOutcome::Diverged { step, message, .. } => {
+        ReplayOutcome::Misfit {
+            step,
+            message,
+            changed,
+            ..
+        } => {
             assert_eq!(step, at + 1);
             assert!(message.contains("is 5, out of its range 0.."), "{message}");
+            assert_eq!(changed, None, "the model did not change");
+        }
+        other => panic!("expected a trace that does not fit, got {other:?}"),
+    }
+    // A handler the model does not have, in a trace recorded on a model of
+    // another shape: it does not fit, and the replay says the model changed.
+    let mut renamed = good.clone();
+    renamed.steps[at].handler = "listen".into();
+    renamed.handlers = "0".repeat(32);
+    match model().replay(&renamed).expect("the replay runs") {
+        ReplayOutcome::Misfit {
+            step,
+            message,
+            changed,
+            ..
+        } => {
+            assert_eq!(step, at + 1);
+            assert!(
+                message.contains("runs `listen`") && message.contains("its handlers: "),
+                "{message}"
+            );
+            assert!(
+                changed.is_some_and(|c| c.contains("the model's shape changed")),
+                "the recorded shape differs"
+            );
+        }
+        other => panic!("expected a trace that does not fit, got {other:?}"),
+    }
+    // A process the model does not have.
+    let mut far = good;
+    far.steps[at].process = Some(7);
+    match model().replay(&far).expect("the replay runs") {
+        ReplayOutcome::Misfit { message, .. } => {
+            assert!(
+                message.contains("names process 7; the model has 2"),
+                "{message}"
+            )
         }
         other => panic!("expected a trace that does not fit, got {other:?}"),
     }

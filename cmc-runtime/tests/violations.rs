@@ -418,12 +418,20 @@ fn nondeterministic(kind: Kind) {
             step,
             handler,
             message,
+            detail,
+            changed,
+            ..
         } => {
             assert_eq!((step, handler.as_str()), (2, "act"), "{kind:?}");
             assert!(
-                message.starts_with("hidden nondeterminism in act of process 0 at step 2"),
+                message
+                    .starts_with("act of process 0 at step 2 reached a state whose fingerprint is"),
                 "{message}"
             );
+            assert_eq!(changed, None, "the model did not change");
+            // The replay names the field whose Debug differs.
+            let d = detail.expect("the trace records the process's Debug");
+            assert!(d.contains("differs in `Bad.data`"), "{kind:?}: {d}");
         }
         other => panic!("{kind:?}: replay gave {other:?}"),
     }

@@ -437,7 +437,18 @@ fn assert_same(by_macro: &CheckResult, by_hand: &CheckResult) {
     assert_eq!(by_macro.stats.unique, by_hand.stats.unique);
     assert_eq!(by_macro.stats.transitions, by_hand.stats.transitions);
     assert_eq!(by_macro.stats.max_depth, by_hand.stats.max_depth);
-    assert_eq!(by_macro.violations, by_hand.violations);
+    // The traces record the types (their names and sources of identity,
+    // and the shape), which differ between the two; everything else is the
+    // same.
+    let strip = |r: &CheckResult| {
+        let mut v = r.violations.clone();
+        for x in &mut v {
+            x.trace.handlers.clear();
+            x.trace.sources.clear();
+        }
+        v
+    };
+    assert_eq!(strip(by_macro), strip(by_hand));
 }
 
 /// The handler table's names, in order.
