@@ -558,3 +558,41 @@ fn a_recorded_choice_out_of_range_is_a_trace_that_does_not_fit() {
         other => panic!("expected a trace that does not fit, got {other:?}"),
     }
 }
+
+#[test]
+fn a_trace_found_by_any_strategy_replays() {
+    // Every strategy's trace is a sequence of events with their choices
+    // and seed variants: replaying it does not depend on how it was found.
+    for strategy in [
+        cmc::Strategy::Dfs,
+        cmc::Strategy::Bfs,
+        cmc::Strategy::Random,
+        cmc::Strategy::BestFirst,
+    ] {
+        let model = || {
+            Model::new("listener", 2, |_| Listener {
+                sent: 0,
+                heard: Vec::new(),
+            })
+            .quiescence_ok(true)
+            .strategy(strategy)
+            .seed(7)
+            .priority(|w| w.processes().map(|n| n.heard.len() as i64).sum())
+            .invariant("hears_little", |w| {
+                if w.processes().any(|n| n.heard.len() == 2) {
+                    Err("heard both".into())
+                } else {
+                    Ok(())
+                }
+            })
+        };
+        let r = model().keep_going(true).check().expect("the check runs");
+        assert_eq!(r.verdict, Verdict::Violation, "{strategy:?}");
+        for v in &r.violations {
+            match model().replay(&v.trace).expect("the replay runs") {
+                ReplayOutcome::Reproduced(record) => assert_eq!(record, v.record, "{strategy:?}"),
+                other => panic!("{strategy:?}: the trace gave {other:?}"),
+            }
+        }
+    }
+}
