@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use cmc::registry::RunOptions;
 use cmc::{CheckResult, FingerprintMode, FingerprintWidth, Strategy};
 
-use crate::cli::{BitsArg, CheckArgs, FingerprintArg, StrategyArg, OK, VIOLATION};
+use crate::cli::{BitsArg, CheckArgs, FingerprintArg, StrategyArg, FAILURE, OK, VIOLATION};
 use crate::output::{Output, Saved};
 use crate::project::Project;
 
@@ -22,11 +22,26 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.max_depth = args.max_depth;
     o.max_states = args.max_states;
     if let Some(secs) = args.time_limit {
-        if !(secs.is_finite() && secs > 0.0) {
-            bail!("--time-limit must be a positive number of seconds, not {secs}");
-        }
-        o.time_limit = Some(Duration::from_secs_f64(secs));
+        o.time_limit = Some(
+            Duration::try_from_secs_f64(secs)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .with_context(|| {
+                    format!("--time-limit must be a positive number of seconds, not {secs:?}")
+                })?,
+        );
     }
+    o.transition_timeout = Some(
+        Duration::try_from_secs_f64(args.transition_timeout)
+            .ok()
+            .with_context(|| {
+                format!(
+                    "--transition-timeout must be a number of seconds, 0 or more (0: no \
+                     limit), not {}",
+                    args.transition_timeout
+                )
+            })?,
+    );
     o.seed = args.seed;
     o.keep_going = args.keep_going.then_some(true);
     o.fingerprint = args.fingerprint.map(fingerprint_mode);
@@ -35,6 +50,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
         BitsArg::B128 => FingerprintWidth::Bits128,
     });
     o.check_determinism = args.check_determinism.then_some(true);
+    o.max_memory = args.max_memory;
     o.random_seeds = args.random_seeds.map(|k| k as usize);
     o.isolate = true;
     Ok(o)
@@ -189,11 +205,15 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
     let options_json = serde_json::to_string(&options).context("options serialise")?;
     let mut out = Output::new(args.message_format, args.verbose);
     let mut violation = false;
+    let mut failed = false;
     let mut emitted = false;
     for (harness, model) in selected {
+        if crate::harness::caught().is_some() {
+            break;
+        }
         out.start(model);
         let mut result: Option<CheckResult> = None;
-        harness.run(
+        let ran = harness.run(
             &["check".into(), model.clone(), options_json.clone()],
             |line| {
                 match line["type"].as_str() {
@@ -213,9 +233,18 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
                 }
                 Ok(())
             },
-        )?;
-        let result =
-            result.with_context(|| format!("the harness printed no result for {model}"))?;
+        );
+        // One model's failure does not stop the others.
+        let result = match ran.and_then(|()| {
+            result.with_context(|| format!("the harness printed no result for {model}"))
+        }) {
+            Ok(result) => result,
+            Err(e) => {
+                out.error(model, &format!("{e:#}"));
+                failed = true;
+                continue;
+            }
+        };
         let saved = save(&project, &options, &result)?;
         out.result(&result, &saved, &|s| {
             replay_command(&project, &s.trace_file)
@@ -236,11 +265,22 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
             emitted = true;
         }
         violation |= !result.violations.is_empty();
+        failed |= result.verdict == cmc::Verdict::Interrupted;
+    }
+    if let Some(signal) = crate::harness::caught() {
+        eprintln!("cmc: stopped by signal {signal}; the traces found so far are saved");
+        return Ok(128 + signal as u8);
     }
     if args.emit_test.is_some() && !emitted {
         eprintln!("cmc: no counterexample, so no regression test was written");
     }
-    Ok(if violation { VIOLATION } else { OK })
+    Ok(if failed {
+        FAILURE
+    } else if violation {
+        VIOLATION
+    } else {
+        OK
+    })
 }
 
 pub(crate) fn traces_dir(project: &Project) -> PathBuf {

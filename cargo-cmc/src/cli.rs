@@ -142,6 +142,16 @@ pub(crate) struct CheckArgs {
     /// Stop each model after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub(crate) time_limit: Option<f64>,
+    /// How long one piece of user code (a handler, guard, invariant,
+    /// constructor, Hash or Debug) may run before the check stops it and
+    /// reports a timeout violation with its trace; 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub(crate) transition_timeout: f64,
+    /// Stop the search, bounded, before its resident memory exceeds this
+    /// (512M, 4G, 1.5GiB, or a number of bytes; 0: no budget). Default: 80 %
+    /// of the memory available when the search starts.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_memory: Option<u64>,
     /// Seed of the random strategy.
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
@@ -201,8 +211,39 @@ pub(crate) struct ReplayArgs {
     pub(crate) fingerprint: Option<FingerprintArg>,
 }
 
+/// A size such as `512M`, `4G`, `1.5GiB`, `100k` or `1048576` (bytes;
+/// the units are powers of 1024).
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (say 512M or 4G)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => {
+            return Err(format!(
+                "`{other}` is not a unit of size (use K, M, G or T)"
+            ))
+        }
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("`{text}` is too large"));
+    }
+    Ok(bytes as u64)
+}
+
 pub(crate) fn main() -> ExitCode {
     let Cargo::Cmc(cmc) = Cargo::parse();
+    crate::harness::catch_signals();
     let result = match cmc.command {
         Command::Check(args) => crate::check::run(args),
         Command::List(args) => crate::list::run(args),
@@ -214,5 +255,23 @@ pub(crate) fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::from(FAILURE)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_like_people_write_them() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("100k"), Ok(100 << 10));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("1e300G").is_err());
     }
 }

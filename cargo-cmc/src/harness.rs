@@ -5,8 +5,11 @@
 //! with optimisations on and debug assertions and overflow checks on.
 
 use std::io::{BufRead, BufReader};
+use std::os::fd::{AsFd, FromRawFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -168,29 +171,113 @@ pub(crate) fn build(project: &Project, pkg: &CmcPackage) -> Result<Harness> {
     })
 }
 
+/// The descriptor the harness writes the protocol to.
+const PROTOCOL_FD: i32 = 4;
+
+/// The process group of the harness running now (0: none), for the
+/// signal handler to forward SIGINT and SIGTERM to.
+static HARNESS_GROUP: AtomicI32 = AtomicI32::new(0);
+/// The signal that asked `cargo cmc` to stop (0: none).
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    // Async-signal-safe: atomics and kill(2).
+    CAUGHT.store(signal, Ordering::Relaxed);
+    let group = HARNESS_GROUP.load(Ordering::Relaxed);
+    if group > 0 {
+        // SAFETY: signals the harness's own process group.
+        unsafe { libc::kill(-group, signal) };
+    }
+}
+
+/// Makes SIGINT and SIGTERM stop the running check gracefully: they are
+/// forwarded to the harness (which runs in a process group of its own, so
+/// a terminal's Ctrl-C reaches it only this way), which stops its search,
+/// reports what it found, and exits; `cargo cmc` then saves the traces,
+/// prints the statistics and exits with 128 + the signal.
+pub(crate) fn catch_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid start; the handler is
+        // async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The signal that asked `cargo cmc` to stop, if one did.
+pub(crate) fn caught() -> Option<i32> {
+    let s = CAUGHT.load(Ordering::Relaxed);
+    (s != 0).then_some(s)
+}
+
 impl Harness {
     /// Runs the harness with `args`, calling `on_line` for each JSON line it
-    /// prints; fails on an `error` line or a non-JSON line.
+    /// writes on its protocol descriptor; fails on an `error` line. What the
+    /// user's code prints on standard output goes to standard error.
     pub(crate) fn run(
         &self,
         args: &[String],
         mut on_line: impl FnMut(Value) -> Result<()>,
     ) -> Result<()> {
-        let mut child = Command::new(&self.binary)
-            .args(args)
-            .stdout(Stdio::piped())
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors, close-on-exec.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("cannot create a pipe");
+        }
+        let (read_end, write_end) = (fds[0], fds[1]);
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(args)
+            .env("CMC_PROTOCOL_FD", PROTOCOL_FD.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(
+                std::io::stderr()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .context("cannot duplicate standard error")?,
+            ))
             .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("cannot run the harness {}", self.binary.display()))?;
-        let stdout = child.stdout.take().context("the harness has no stdout")?;
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec: the
+        // pipe's write end becomes the protocol descriptor (dup2 clears
+        // close-on-exec; when it already is that descriptor, fcntl does).
+        unsafe {
+            cmd.pre_exec(move || {
+                if write_end == PROTOCOL_FD {
+                    libc::fcntl(PROTOCOL_FD, libc::F_SETFD, 0);
+                } else if libc::dup2(write_end, PROTOCOL_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let spawned = cmd.spawn();
+        // SAFETY: our copy of the write end; the child has its own.
+        unsafe { libc::close(write_end) };
+        // SAFETY: the read end is ours, open, and owned by the File now.
+        let protocol = unsafe { std::fs::File::from_raw_fd(read_end) };
+        let mut child =
+            spawned.with_context(|| format!("cannot run the harness {}", self.binary.display()))?;
+        HARNESS_GROUP.store(child.id() as i32, Ordering::Relaxed);
+        if let Some(signal) = caught() {
+            // A signal that came before the group existed.
+            // SAFETY: signals the harness's own process group.
+            unsafe { libc::kill(-(child.id() as i32), signal) };
+        }
         let mut failure = None;
-        for line in BufReader::new(stdout).lines() {
-            let line = line.context("cannot read the harness's output")?;
+        let mut callback_error = None;
+        for line in BufReader::new(protocol).lines() {
+            let Ok(line) = line else { break };
             let value: Value = match serde_json::from_str(&line) {
                 Ok(v) => v,
-                // Output of the user's code (println! in a model) passes through.
                 Err(_) => {
-                    eprintln!("{line}");
+                    failure.get_or_insert_with(|| {
+                        format!("the harness wrote a line that is not JSON: {line}")
+                    });
                     continue;
                 }
             };
@@ -203,11 +290,17 @@ impl Harness {
                 );
                 continue;
             }
-            if failure.is_none() {
-                on_line(value)?;
+            if failure.is_none() && callback_error.is_none() {
+                if let Err(e) = on_line(value) {
+                    callback_error = Some(e);
+                }
             }
         }
         let status = child.wait().context("cannot wait for the harness")?;
+        HARNESS_GROUP.store(0, Ordering::Relaxed);
+        if let Some(e) = callback_error {
+            return Err(e);
+        }
         if let Some(message) = failure {
             bail!("{message}");
         }

@@ -52,13 +52,20 @@ pub(crate) fn human_bytes(n: usize) -> String {
 
 fn describe(p: &Progress) -> String {
     let rate = p.unique as f64 / p.elapsed_s.max(1e-9);
+    let budget = if p.budget_bytes > 0 {
+        format!(" of {}", human_bytes(p.budget_bytes as usize))
+    } else {
+        String::new()
+    };
     format!(
-        "unique={} states/s={:.0} depth={} frontier={} memory={}",
+        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {})",
         p.unique,
         rate,
         p.max_depth,
         p.frontier,
-        human_bytes(p.memory_bytes)
+        human_bytes(p.memory_bytes),
+        human_bytes(p.visited_bytes),
+        human_bytes(p.page_bytes)
     )
 }
 
@@ -110,6 +117,18 @@ impl Output {
         }
     }
 
+    /// Reports that `model` could not be checked (the others still are).
+    pub(crate) fn error(&mut self, model: &str, message: &str) {
+        self.finish_progress();
+        match self.format {
+            MessageFormat::Json => println!(
+                "{}",
+                json!({"type": "error", "model": model, "message": message})
+            ),
+            MessageFormat::Human => eprintln!("error: {model}: {message}"),
+        }
+    }
+
     /// Prints a model's result; `saved[i]` are the files of violation `i`.
     pub(crate) fn result(
         &mut self,
@@ -148,6 +167,7 @@ impl Output {
                         "max_depth": result.stats.max_depth,
                         "elapsed_s": result.stats.elapsed.as_secs_f64(),
                         "violations": violations,
+                        "stopped": result.stopped,
                         "fingerprint": result.stats.fingerprint.map(|m| m.name()),
                         "sources": result.sources.iter().map(|s| json!({
                             "role": s.role,
@@ -169,6 +189,9 @@ impl Output {
                     println!("trace saved to {}", s.trace_file.display());
                     println!("replay it with: {}", replay_hint(s));
                     println!("report: {}", s.report_file.display());
+                }
+                if let Some(why) = &result.stopped {
+                    println!("{}: stopped early: {why}", result.model);
                 }
                 println!("{}", result.summary());
             }

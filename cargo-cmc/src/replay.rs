@@ -189,6 +189,12 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
     };
     let mut options = RunOptions::default();
     options.isolate = true;
+    // The check's transition timeout, so that a hang reproduces as fast.
+    options.transition_timeout = trace
+        .build
+        .as_ref()
+        .and_then(|b| b.options.as_ref())
+        .and_then(|o| o.transition_timeout);
     if let Some(f) = args.fingerprint {
         let mode = crate::check::fingerprint_mode(f);
         options.fingerprint = Some(mode);

@@ -197,6 +197,7 @@ fn the_json_result_object_has_every_promised_field() {
             "max_depth",
             "elapsed_s",
             "violations",
+            "stopped",
             "fingerprint",
             "sources"
         ]
@@ -1159,4 +1160,230 @@ fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
         "the emitted test fails after the fix:\n{all}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Whether a process whose command line mentions `needle` is alive.
+fn process_alive(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(needle))
+}
+
+#[test]
+fn misbehaving_user_code_is_reported_and_the_other_models_still_run() {
+    // A handler that never returns (a timeout violation with its trace), a
+    // handler that exits the process (a violation with its trace), a model
+    // function that segfaults (an error for that model only: exit 2), a
+    // handler that prints the harness's protocol on standard output
+    // (passed through, not taken for the protocol).
+    let dir = fixture("misbehaving");
+    let out = run(
+        &dir,
+        &[
+            "check",
+            "--transition-timeout",
+            "1",
+            "--model",
+            "spins",
+            "--model",
+            "exits",
+            "--model",
+            "chatters",
+            "--model",
+            "builder_crashes",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "timeout violated: tick: handler tick of process 1 did not return within 1 s"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "crash violated: tick: handler tick of process 1 ended the checking process with exit status 7"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "error: fixture_misbehaving::builder_crashes: invalid model: building \
+             `fixture_misbehaving::builder_crashes` crashed: killed by SIGSEGV"
+        ),
+        "{stderr}"
+    );
+    for model in ["spins", "exits"] {
+        assert!(
+            stdout.lines().any(|l| summary_re(
+                l,
+                &format!("fixture_misbehaving::{model}"),
+                "violation"
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| summary_re(l, "fixture_misbehaving::chatters", "pass")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(r#"{"type":"error","message":"the user's own output"}"#),
+        "the user's output passes through: {stderr}"
+    );
+    // The hang's trace replays: the printed command reproduces the timeout.
+    let command = replay_commands(&stdout)
+        .into_iter()
+        .find(|c| c.contains("fixture_misbehaving__spins"))
+        .expect("the hang's replay command");
+    let out = paste(&dir, &command);
+    let replayed = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{replayed}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        replayed.contains("the violation reproduces: timeout violated: tick"),
+        "{replayed}"
+    );
+}
+
+#[test]
+fn bad_limits_are_clear_errors() {
+    for (args, expected) in [
+        (
+            vec!["--time-limit", "1e300"],
+            "--time-limit must be a positive number of seconds, not 1e300",
+        ),
+        (
+            vec!["--transition-timeout=-1"],
+            "--transition-timeout must be a number of seconds",
+        ),
+        (vec!["--max-memory", "4X"], "is not a unit of size"),
+    ] {
+        let mut all = vec!["check"];
+        all.extend(args);
+        let out = run(&fixture("passing"), &all);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {stderr}");
+        assert!(stderr.contains(expected), "{all:?}: {stderr}");
+    }
+}
+
+/// Starts `cargo cmc check --model endless` on the misbehaving fixture, sends
+/// `signal` to cargo-cmc once the search runs, and returns its output.
+fn interrupted_check(signal: i32, extra: &[&str]) -> Output {
+    let dir = fixture("misbehaving");
+    // Build first, so that the signal reaches a running search.
+    let out = run(&dir, &["list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cargo-cmc"));
+    cmd.current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CMC_PROGRESS_INTERVAL_MS", "100")
+        .args(["cmc", "check", "--model", "endless"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id() as i32;
+    // Wait for the search's first progress lines (the build may wait for
+    // other tests' locks), then signal.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("running: unique=") {
+                let _ = tx.send(());
+            }
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    let started = rx.recv_timeout(std::time::Duration::from_secs(300)).is_ok();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(pid, signal) };
+    let mut out = child.wait_with_output().unwrap();
+    out.stderr = reader.join().unwrap().into_bytes();
+    assert!(
+        started,
+        "the search never reported progress: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn sigint_and_sigterm_stop_the_search_with_its_statistics_and_leave_nothing_running() {
+    for (signal, code, name) in [
+        (libc::SIGINT, 130, "SIGINT"),
+        (libc::SIGTERM, 143, "SIGTERM"),
+    ] {
+        let out = interrupted_check(signal, &[]);
+        let stdout = text(&out.stdout);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{name}: {stdout}{stderr}");
+        assert!(
+            stdout.contains(&format!("stopped early: interrupted by {name}")),
+            "{name}: {stdout}"
+        );
+        let summary = stdout.lines().last().unwrap_or_default();
+        assert!(
+            summary_re(summary, "fixture_misbehaving::endless", "interrupted"),
+            "{name}: {stdout}"
+        );
+        let unique: u64 = summary
+            .split("unique=")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(unique > 1000, "{name}: the statistics so far: {summary}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            !process_alive("fixture_misbehaving::endless"),
+            "{name}: a harness process was left running"
+        );
+    }
+}
+
+#[test]
+fn a_memory_budget_bounds_the_search_gracefully() {
+    let out = run(
+        &fixture("misbehaving"),
+        &["check", "--model", "huge", "--max-memory", "64M"],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("stopped early: the memory budget (64.0 MiB) was reached"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| summary_re(l, "fixture_misbehaving::huge", "bounded")),
+        "{stdout}"
+    );
 }

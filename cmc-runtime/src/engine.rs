@@ -242,6 +242,9 @@ pub(crate) struct Engine<'m, P: Process> {
     /// whether it is exact (a function of the state's identity) or
     /// provisional (its bytes, under a heap identity).
     seed_base: Option<(StateId, u128, bool)>,
+    /// The node of the search tree whose guards or invariants run next
+    /// (for the crash log: a crash there is attributed to that state).
+    at: u32,
 }
 
 /// How one type of the model is fingerprinted.
@@ -526,6 +529,9 @@ impl<P: Process> Parts<'_, P> {
         // SAFETY: a live root of the loaded state.
         let proc = unsafe { &*self.roots[i] };
         let what = |source: &str| format!("the {source} of process {i}");
+        if matches!(fp.process, Chosen::Value(..) | Chosen::Abstract) {
+            isolate::phase(isolate::IN_IDENTITY, 0, i as u64, 0, 0);
+        }
         match &fp.process {
             Chosen::Bytes => Ok(self.mem.arena_sum(state, self.arenas[i])),
             Chosen::Heap => Ok(fp.graphs[i].fingerprint(self.mem, &mut fp.table, state)),
@@ -648,8 +654,10 @@ fn warm_up<P: Process>(model: &Model<P>) {
         if crate::identity::random::enabled() {
             crate::identity::random::seed_for(0x696e_6974_0000 | i as u128);
         }
+        isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
         let _ = user_code(true, || drop((model.init)(i)));
     }
+    isolate::phase(isolate::IN_SETUP, 0, u64::MAX, 0, 0);
     let _ = user_code(true, || drop(P::Shared::default()));
 }
 
@@ -691,6 +699,7 @@ impl<'m, P: Process> Engine<'m, P> {
             if crate::identity::random::enabled() {
                 crate::identity::random::seed_for(0x696e_6974_0000 | i as u128);
             }
+            isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
             let built = {
                 let _in = mem.enter(arena);
                 user_code(true, || Box::into_raw(Box::new((model.init)(i))))
@@ -707,6 +716,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 }
             }
         }
+        isolate::phase(isolate::IN_SETUP, 0, u64::MAX, 0, 0);
         let env = {
             let _in = mem.enter(env_arena);
             match user_code(true, || {
@@ -761,6 +771,7 @@ impl<'m, P: Process> Engine<'m, P> {
             registered: crate::registry::invariants_for::<P>(),
             initial,
             seed_base: None,
+            at: 0,
             nodes: Vec::new(),
             choice_pool: Vec::new(),
             fp,
@@ -865,6 +876,7 @@ impl<'m, P: Process> Engine<'m, P> {
                         };
                         // SAFETY: a live root of the loaded state.
                         let proc = unsafe { &*self.roots[p] };
+                        isolate::phase(isolate::IN_GUARD, self.at, p as u64, h as u64, 0);
                         user_code(false, || guard(proc, &view)).map_err(|(message, location)| {
                             ViolationRecord {
                                 kind: ViolationKind::Panic,
@@ -1002,6 +1014,7 @@ impl<'m, P: Process> Engine<'m, P> {
             // A duplication clones a message: its padding comes from the
             // stack, so scrub as before user code.
             crate::stack::scrub_stack(16 * 1024);
+            isolate::phase(isolate::IN_HANDLER, 0, u64::MAX, e.handler as u64, 0);
             self.run_environment(e.handler);
             None
         } else {
@@ -1023,6 +1036,7 @@ impl<'m, P: Process> Engine<'m, P> {
             let root = self.roots[e.actor];
             let body = handler.body;
             let _in = self.mem.enter(self.arenas[e.actor]);
+            isolate::phase(isolate::IN_HANDLER, 0, e.actor as u64, e.handler as u64, 0);
             // SAFETY: the root is a live object of the restored state and the
             // handler has the only reference to it.
             user_code(true, || body(unsafe { &mut *root }, &mut ctx)).err()
@@ -1160,7 +1174,8 @@ impl<'m, P: Process> Engine<'m, P> {
         for (p, &root) in self.roots.iter().enumerate() {
             // SAFETY: a live root of the loaded state.
             let proc = unsafe { &*root };
-            for inv in &self.invariants {
+            for (k, inv) in self.invariants.iter().enumerate() {
+                isolate::phase(isolate::IN_INVARIANT, self.at, p as u64, k as u64, 0);
                 match user_code(false, || (inv.check)(proc)) {
                     Ok(Ok(())) => continue,
                     Ok(Err(message)) => {
@@ -1187,7 +1202,14 @@ impl<'m, P: Process> Engine<'m, P> {
             .registered
             .iter()
             .map(|&(name, check)| (name, Err(check)));
-        for (name, check) in own.chain(registered) {
+        for (k, (name, check)) in own.chain(registered).enumerate() {
+            isolate::phase(
+                isolate::IN_INVARIANT,
+                self.at,
+                u64::MAX,
+                (self.invariants.len() + k) as u64,
+                0,
+            );
             let result = user_code(false, || match check {
                 Ok(f) => f(&world),
                 Err(erased) => crate::registry::run_erased(erased, &world),
@@ -1440,10 +1462,89 @@ impl<'m, P: Process> Engine<'m, P> {
     /// A hash of the model's shape (see [`Trace::handlers`]): what a trace
     /// depends on besides the code of the handlers.
     fn shape(&self) -> String {
+        Names::of(self.model, self.fp.mode).shape()
+    }
+}
+
+/// A model's names — processes, handlers, invariants, the source of its
+/// process type's identity — known without building its processes (which
+/// the parent of an isolated run must not do: a constructor may be what
+/// crashed the child).
+struct Names<'m, P: Process> {
+    model: &'m Model<P>,
+    handlers: Vec<Handler<P>>,
+    /// Per-process invariants, then the model's own global ones, then the
+    /// registered ones (the crash log numbers them so).
+    invariants: Vec<&'static str>,
+    per_process: usize,
+    /// The source of the process type's identity.
+    source: &'static str,
+}
+
+impl<'m, P: Process> Names<'m, P> {
+    fn of(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Self {
+        let per_process: Vec<&'static str> = P::invariants().iter().map(|i| i.name).collect();
+        let per = per_process.len();
+        let invariants = per_process
+            .into_iter()
+            .chain(model.invariants.iter().map(|i| i.name))
+            .chain(
+                crate::registry::invariants_for::<P>()
+                    .into_iter()
+                    .map(|(n, _)| n),
+            )
+            .collect();
+        let source = mode
+            .or(model.fingerprint)
+            .or_else(|| P::hash_fns().process.best().map(|(m, _)| m))
+            .unwrap_or(FingerprintMode::Heap)
+            .name();
+        Names {
+            model,
+            handlers: P::handlers(),
+            invariants,
+            per_process: per,
+            source,
+        }
+    }
+
+    fn actor(&self, actor: usize) -> String {
+        if actor == ENV {
+            "environment".into()
+        } else {
+            format!("process {actor}")
+        }
+    }
+
+    fn handler(&self, e: Event) -> &'static str {
+        if e.actor == ENV {
+            ENV_EVENTS.get(e.handler).copied().unwrap_or("?")
+        } else {
+            self.handlers.get(e.handler).map_or("?", |h| h.name)
+        }
+    }
+
+    fn step_kind(&self, e: Event) -> StepKind {
+        match (e.actor, e.handler) {
+            (ENV, LOSE) => StepKind::Loss,
+            (ENV, _) => StepKind::Duplication,
+            _ if self
+                .handlers
+                .get(e.handler)
+                .is_some_and(|h| matches!(h.trigger, Trigger::Timer(_))) =>
+            {
+                StepKind::Timer
+            }
+            _ => StepKind::Handler,
+        }
+    }
+
+    /// A hash of the model's shape (see [`Trace::handlers`]).
+    fn shape(&self) -> String {
         use std::hash::Hash;
         let mut h = StateHasher::default();
         self.model.name.hash(&mut h);
-        self.roots.len().hash(&mut h);
+        self.model.count.hash(&mut h);
         std::any::type_name::<P>().hash(&mut h);
         std::any::type_name::<P::Msg>().hash(&mut h);
         std::any::type_name::<P::Shared>().hash(&mut h);
@@ -1451,16 +1552,28 @@ impl<'m, P: Process> Engine<'m, P> {
             handler.name.hash(&mut h);
             format!("{:?}", handler.trigger).hash(&mut h);
         }
-        for inv in &self.invariants {
-            inv.name.hash(&mut h);
-        }
-        for inv in &self.model.invariants {
-            inv.name.hash(&mut h);
-        }
-        for (name, _) in &self.registered {
+        for (k, name) in self.invariants.iter().enumerate() {
+            // Per-process and global invariants hash apart.
+            (k < self.per_process).hash(&mut h);
             name.hash(&mut h);
         }
         format!("{:032x}", h.finish128())
+    }
+}
+
+/// `bytes` for people: "512 MiB".
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
     }
 }
 
@@ -1513,6 +1626,14 @@ struct Search<'e, 'm, P: Process> {
     frontier: Frontier,
     stats: Stats,
     bounded: bool,
+    /// What bounded the search, when something did.
+    bounded_by: Option<String>,
+    /// The signal that interrupted the search, if one did.
+    interrupted: Option<i32>,
+    /// The memory budget in bytes, if any.
+    budget: Option<u64>,
+    /// The transition count when memory was last looked at.
+    memory_checked: u64,
     violations: Vec<Violation>,
     seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
     start: Instant,
@@ -1526,11 +1647,38 @@ impl<P: Process> Search<'_, '_, P> {
         if self.fatal.is_some() {
             return true;
         }
+        if let Some(signal) = isolate::stop_signal() {
+            self.interrupted = Some(signal);
+            return true;
+        }
         let b = &self.engine.model.bounds;
-        if b.max_states.is_some_and(|m| self.stats.unique >= m as u64)
-            || b.time_limit.is_some_and(|t| self.start.elapsed() >= t)
-        {
+        if let Some(m) = b.max_states.filter(|&m| self.stats.unique >= m as u64) {
             self.bounded = true;
+            self.bounded_by = Some(format!("the state bound ({m}) was reached"));
+            return true;
+        }
+        if self.stats.transitions >= self.memory_checked + 4096 {
+            self.memory_checked = self.stats.transitions;
+            if let Some(budget) = self.budget {
+                let rss = crate::progress::resident_bytes();
+                if rss > budget {
+                    self.bounded = true;
+                    self.bounded_by = Some(format!(
+                        "the memory budget ({}) was reached: the search process holds {} \
+                         (--max-memory changes it)",
+                        human_bytes(budget),
+                        human_bytes(rss)
+                    ));
+                    return true;
+                }
+            }
+        }
+        if let Some(t) = b.time_limit.filter(|&t| self.start.elapsed() >= t) {
+            self.bounded = true;
+            self.bounded_by = Some(format!(
+                "the time limit ({:.1} s) was reached",
+                t.as_secs_f64()
+            ));
             return true;
         }
         !self.violations.is_empty() && !self.engine.model.keep_going
@@ -1545,8 +1693,15 @@ impl<P: Process> Search<'_, '_, P> {
         if !self.seen_violations.insert(key) {
             return;
         }
+        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
         let trace = self.engine.build_trace(&steps, record.clone());
-        self.violations.push(Violation { record, trace });
+        let violation = Violation { record, trace };
+        if isolate::isolated() {
+            // Sent at once: found is kept, whatever the child does later.
+            let _sys = system_scope();
+            isolate::stream(&serde_json::to_string(&violation).expect("a violation serialises"));
+        }
+        self.violations.push(violation);
     }
 
     fn run(&mut self) {
@@ -1569,6 +1724,7 @@ impl<P: Process> Search<'_, '_, P> {
         };
         self.visited.insert(fp);
         self.stats.unique = 1;
+        self.engine.at = root;
         if let Some(record) = self.engine.check_state() {
             self.report(Vec::new(), record);
             return;
@@ -1591,6 +1747,7 @@ impl<P: Process> Search<'_, '_, P> {
             self.engine.mem.release(item.state);
             self.maybe_report_progress();
         }
+        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
         while let Some(item) = self.frontier.pop() {
             self.engine.mem.release(item.state);
         }
@@ -1608,7 +1765,10 @@ impl<P: Process> Search<'_, '_, P> {
             transitions: self.stats.transitions,
             max_depth: self.stats.max_depth,
             frontier: self.frontier.len(),
-            memory_bytes: mem.page_bytes + self.visited.memory_bytes(),
+            memory_bytes: crate::progress::resident_bytes() as usize,
+            visited_bytes: self.visited.memory_bytes(),
+            page_bytes: mem.page_bytes,
+            budget_bytes: self.budget.unwrap_or(0),
             elapsed_s: self.start.elapsed().as_secs_f64(),
         });
     }
@@ -1626,6 +1786,7 @@ impl<P: Process> Search<'_, '_, P> {
     fn expand(&mut self, item: &Item) {
         let e = &mut *self.engine;
         e.mem.restore(item.state);
+        e.at = item.node;
         let events = match e.enabled() {
             Ok(events) => events,
             Err(record) => {
@@ -1649,8 +1810,10 @@ impl<P: Process> Search<'_, '_, P> {
             }
             return;
         }
-        if e.model.bounds.max_depth.is_some_and(|d| item.depth >= d) {
+        if let Some(d) = e.model.bounds.max_depth.filter(|&d| item.depth >= d) {
             self.bounded = true;
+            self.bounded_by
+                .get_or_insert_with(|| format!("the depth bound ({d}) cut the search"));
             return;
         }
         let seeds = self.engine.model.random_seeds as u32;
@@ -1865,6 +2028,13 @@ impl<P: Process> Search<'_, '_, P> {
         let depth = item.depth + 1;
         self.stats.max_depth = self.stats.max_depth.max(depth);
         let node = e.record_node(item.node, event, &outcome.taken, seed);
+        isolate::publish(
+            self.stats.unique,
+            self.stats.transitions,
+            self.stats.max_depth,
+            self.stats.generated,
+        );
+        e.at = node;
         if let Some(record) = e.check_state() {
             e.mem.release(succ);
             let steps = e.path(node);
@@ -1918,6 +2088,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                     ..Stats::default()
                 },
                 sources: Vec::new(),
+                stopped: None,
             });
         }
     };
@@ -1926,6 +2097,14 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         frontier: Frontier::new(model.strategy, model.seed),
         stats: Stats::default(),
         bounded: false,
+        bounded_by: None,
+        interrupted: None,
+        budget: match model.bounds.max_memory {
+            Some(0) => None,
+            Some(b) => Some(b),
+            None => crate::progress::default_budget(),
+        },
+        memory_checked: 0,
         violations: Vec::new(),
         seen_violations: HashSet::new(),
         start,
@@ -1943,8 +2122,14 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
     stats.fingerprint = search.engine.fp.process.mode();
+    let stopped = match search.interrupted {
+        Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
+        None => search.bounded_by.take(),
+    };
     let verdict = if !search.violations.is_empty() {
         Verdict::Violation
+    } else if search.interrupted.is_some() {
+        Verdict::Interrupted
     } else if search.bounded {
         Verdict::Bounded
     } else {
@@ -1956,6 +2141,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         violations: search.violations,
         stats,
         sources: engine.fp.sources.clone(),
+        stopped,
     })
 }
 
@@ -2315,106 +2501,240 @@ fn divergence_detail(
     }
 }
 
-/// The violation record of a crash in the child.
-fn crash_record(handler: &str, actor: &str, signal: i32, stderr: &str) -> ViolationRecord {
+/// The last lines of what the child printed, for a violation's message.
+fn stderr_tail(stderr: &str) -> String {
     let said: Vec<&str> = stderr
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    let tail = said[said.len().saturating_sub(3)..].join(" / ");
-    ViolationRecord {
-        kind: ViolationKind::Crash,
-        property: handler.to_string(),
-        message: if tail.is_empty() {
+    said[said.len().saturating_sub(3)..].join(" / ")
+}
+
+/// What happened to user code `who`, by how the child ended: the kind of
+/// violation and its message.
+fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKind, String) {
+    let tail = stderr_tail(stderr);
+    let said = if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({tail})")
+    };
+    match how {
+        isolate::How::Signal(signal) => (
+            ViolationKind::Crash,
             format!(
-                "{actor} crashed: killed by {}",
+                "{who} crashed: killed by {}{said}",
                 isolate::signal_name(signal)
-            )
-        } else {
+            ),
+        ),
+        isolate::How::Exit(status) => (
+            ViolationKind::Crash,
             format!(
-                "{actor} crashed: killed by {} ({tail})",
+                "{who} ended the checking process with exit status {status} \
+                 (std::process::exit or a C library exit){said}"
+            ),
+        ),
+        isolate::How::Hung(limit) => (
+            ViolationKind::Timeout,
+            format!(
+                "{who} did not return within {} s (the transition timeout; \
+                 `--transition-timeout` changes it)",
+                limit.as_secs_f64()
+            ),
+        ),
+        isolate::How::Deadline => (
+            ViolationKind::Timeout,
+            format!("{who} was still running at the time limit"),
+        ),
+        isolate::How::Interrupted(signal) => (
+            ViolationKind::Timeout,
+            format!(
+                "{who} was still running a second after {}",
                 isolate::signal_name(signal)
-            )
-        },
-        location: None,
+            ),
+        ),
     }
 }
 
-/// [`check`] in a child process: a crash in user code becomes a violation.
-pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    let start = Instant::now();
-    let end = isolate::run_in_child(|| {
-        let result = check(model).map_err(|e| e.to_string());
-        serde_json::to_string(&result).expect("a result always serialises")
-    })?;
-    match end {
-        ChildEnd::Finished(text) => {
-            let result: Result<CheckResult, String> = serde_json::from_str(&text).map_err(|e| {
-                CheckError::Isolation(format!("unreadable result from the child: {e}"))
-            })?;
-            result.map_err(CheckError::Isolation)
+/// The steps of the path to a node, from the crash log.
+fn logged_path(ancestry: Vec<isolate::LoggedStep>) -> Vec<RawStep> {
+    ancestry
+        .into_iter()
+        .map(|s| RawStep {
+            event: Event {
+                actor: if s.actor == u32::MAX {
+                    ENV
+                } else {
+                    s.actor as usize
+                },
+                handler: s.handler as usize,
+            },
+            choices: s.choices.into_iter().map(|c| c as usize).collect(),
+            seed: s.seed,
+        })
+        .collect()
+}
+
+/// The user code a phase names: the violated property and a description
+/// of the culprit. `last` is the handler and actor of the step that ran,
+/// for handler and identity phases. `None`: no user code was running.
+fn blame<P: Process>(
+    n: &Names<'_, P>,
+    phase: isolate::Phase,
+    last: Option<(&str, &str)>,
+) -> Option<(String, String)> {
+    let process = |a: u64| (a != u64::MAX && (a as usize) < n.model.count).then_some(a as usize);
+    match phase.kind {
+        isolate::IN_SETUP => Some(match process(phase.a) {
+            Some(i) => (
+                format!("initialisation of process {i}"),
+                format!("the constructor of process {i}"),
+            ),
+            None => (
+                "initialisation of the shared variables".to_string(),
+                "the constructor of the shared variables".to_string(),
+            ),
+        }),
+        isolate::IN_GUARD => {
+            let handler = n.handlers.get(phase.b as usize).map_or("?", |h| h.name);
+            Some((
+                format!("guard of {handler}"),
+                match process(phase.a) {
+                    Some(p) => format!("the guard of {handler} in process {p}"),
+                    None => format!("the guard of {handler}"),
+                },
+            ))
         }
-        ChildEnd::Failed { status, stderr } => Err(CheckError::Isolation(format!(
-            "it exited with status {status} without a result: {}",
-            stderr.trim()
-        ))),
-        ChildEnd::Crashed {
-            signal,
-            log,
-            ancestry,
-            stderr,
-        } => {
-            let steps = crash_steps(log.as_deref(), ancestry).unwrap_or_default();
-            let Some(last) = steps.last().cloned() else {
-                return Err(CheckError::Isolation(format!(
-                    "it was killed by {} before its first transition: {}",
-                    isolate::signal_name(signal),
-                    stderr.trim()
-                )));
-            };
-            // Describe the steps before the crash in another child (they do
-            // not crash: the search ran them before), then add the crash.
-            let prefix = steps[..steps.len() - 1].to_vec();
-            let (actor, handler) = {
-                let e = match Engine::new(model, model.fingerprint) {
-                    Ok(e) => e,
-                    Err(SetupFailure::Error(err)) => return Err(err),
-                    Err(SetupFailure::Violation(v)) => {
-                        return Err(CheckError::Isolation(v.to_string()))
-                    }
-                };
-                (
-                    e.actor_name(last.event.actor),
-                    e.handler_name(last.event).to_string(),
-                )
-            };
-            let record = crash_record(&handler, &actor, signal, &stderr);
-            let described = isolate::run_in_child(|| {
-                let trace = Engine::new(model, model.fingerprint)
-                    .ok()
-                    .map(|mut e| e.build_trace(&prefix, record.clone()));
-                serde_json::to_string(&trace).expect("a trace always serialises")
-            })?;
-            let mut trace: Trace = match described {
-                ChildEnd::Finished(text) => {
-                    serde_json::from_str::<Option<Trace>>(&text).ok().flatten()
-                }
-                _ => None,
-            }
-            .ok_or_else(|| {
-                CheckError::Isolation("the steps before the crash could not be replayed".into())
-            })?;
-            let kind = Engine::new(model, model.fingerprint)
-                .ok()
-                .map_or(StepKind::Handler, |e| e.step_kind(last.event));
-            trace.steps.push(Step {
-                process: (last.event.actor != ENV).then_some(last.event.actor),
-                actor,
-                handler,
-                kind,
-                choices: last.choices,
-                seed: last.seed,
+        isolate::IN_INVARIANT => {
+            let name = n
+                .invariants
+                .get(phase.b as usize)
+                .copied()
+                .unwrap_or("an invariant");
+            Some((
+                name.to_string(),
+                match process(phase.a) {
+                    Some(p) => format!("invariant {name} of process {p}"),
+                    None => format!("invariant {name}"),
+                },
+            ))
+        }
+        isolate::IN_HANDLER => {
+            let (handler, actor) = last?;
+            Some((handler.to_string(), format!("handler {handler} of {actor}")))
+        }
+        isolate::IN_IDENTITY => {
+            let (handler, actor) = last?;
+            let i = process(phase.a).unwrap_or(0);
+            let source = n.source;
+            Some((
+                format!("the {source} of process {i}"),
+                format!("the {source} of process {i} (after {handler} of {actor})"),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Why a child that ended without a result is nobody's fault in the user's
+/// code (the operating system, or cmc itself).
+fn no_culprit(ended: &isolate::Ended) -> String {
+    match ended.how {
+        isolate::How::Signal(libc::SIGKILL) => "the checking process was killed by SIGKILL \
+             from outside cmc — most likely the kernel's out-of-memory killer (lower the \
+             state bound, or set --max-memory)"
+            .to_string(),
+        isolate::How::Signal(signal) => format!(
+            "the checking process died of {} in cmc's own code, not in user code: a bug in \
+             cmc, please report it ({})",
+            isolate::signal_name(signal),
+            stderr_tail(&ended.stderr)
+        ),
+        isolate::How::Exit(status) => format!(
+            "the checking process exited with status {status} without a result ({})",
+            stderr_tail(&ended.stderr)
+        ),
+        _ => "the checking process was stopped".to_string(),
+    }
+}
+
+/// Whom an isolated check that ended without a result blames: the steps
+/// to the culprit (the last one the step that ran, for a handler or the
+/// identity of its successor) and the violation; or, when no user code was
+/// running (the checker itself, or the operating system, ended it), why.
+fn culprit<P: Process>(
+    n: &Names<'_, P>,
+    ended: &isolate::Ended,
+) -> Result<(Vec<RawStep>, ViolationRecord), String> {
+    let phase = ended.phase;
+    if ended.how == isolate::How::Signal(libc::SIGKILL) {
+        return Err(no_culprit(ended));
+    }
+    let unavailable = || {
+        if ended.published.log_full {
+            "user code ended the child, and the search had outgrown the crash log: its \
+             trace cannot be rebuilt"
+                .to_string()
+        } else {
+            "user code ended the child, and its trace could not be read from the crash log"
+                .to_string()
+        }
+    };
+    let steps = match phase.kind {
+        isolate::IN_SETUP => Vec::new(),
+        isolate::IN_GUARD | isolate::IN_INVARIANT => {
+            logged_path(ended.phase_ancestry.clone().ok_or_else(unavailable)?)
+        }
+        isolate::IN_HANDLER | isolate::IN_IDENTITY => {
+            crash_steps(ended.log.as_deref(), ended.ancestry.clone()).ok_or_else(unavailable)?
+        }
+        _ => return Err(no_culprit(ended)),
+    };
+    let names = matches!(phase.kind, isolate::IN_HANDLER | isolate::IN_IDENTITY)
+        .then(|| steps.last())
+        .flatten()
+        .map(|s| (n.handler(s.event).to_string(), n.actor(s.event.actor)));
+    let (property, who) = blame(
+        n,
+        phase,
+        names.as_ref().map(|(h, a)| (h.as_str(), a.as_str())),
+    )
+    .ok_or_else(|| no_culprit(ended))?;
+    let (kind, message) = ending(ended.how, &who, &ended.stderr);
+    Ok((
+        steps,
+        ViolationRecord {
+            kind,
+            property,
+            message,
+            location: None,
+        },
+    ))
+}
+
+/// A trace of raw steps with only the names of its events: what is left
+/// when the steps cannot be re-run (they do not behave the same again).
+fn bare_trace<P: Process>(n: &Names<'_, P>, steps: &[RawStep], record: ViolationRecord) -> Trace {
+    Trace {
+        version: TRACE_VERSION,
+        model: n.model.name.clone(),
+        fingerprint_bits: if n.model.width == FingerprintWidth::Bits128 {
+            128
+        } else {
+            64
+        },
+        fingerprint: n.model.fingerprint,
+        initial_fingerprint: String::new(),
+        steps: steps
+            .iter()
+            .map(|s| Step {
+                process: (s.event.actor != ENV).then_some(s.event.actor),
+                actor: n.actor(s.event.actor),
+                handler: n.handler(s.event).to_string(),
+                kind: n.step_kind(s.event),
+                choices: s.choices.clone(),
+                seed: s.seed,
                 message: None,
                 from: None,
                 to: None,
@@ -2422,79 +2742,208 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
                 fingerprint: String::new(),
                 before: None,
                 after: None,
-            });
-            let stats = Stats {
-                transitions: 1,
-                elapsed: start.elapsed(),
-                ..Stats::default()
-            };
-            Ok(CheckResult {
-                model: model.name.clone(),
-                verdict: Verdict::Violation,
-                violations: vec![Violation { record, trace }],
-                stats,
-                sources: Vec::new(),
             })
-        }
+            .collect(),
+        violation: Some(record),
+        also_violated: Vec::new(),
+        sources: Vec::new(),
+        handlers: n.shape(),
+        build: None,
     }
 }
 
-/// [`replay`] in a child process: a crash at the trace's last step
-/// reproduces a crash violation.
+/// [`check`] in a child process: a crash, an exit or a hang in user code
+/// becomes a violation with its trace; the violations found before it and
+/// the statistics so far are kept.
+pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    let watch = isolate::Watch {
+        transition_timeout: model.transition_timeout,
+        deadline: model
+            .bounds
+            .time_limit
+            .map(|t| start + t + std::time::Duration::from_secs(1)),
+    };
+    let end = isolate::run_in_child(watch, || {
+        let result = check(model).map_err(|e| e.to_string());
+        serde_json::to_string(&result).expect("a result always serialises")
+    })?;
+    let ended = match end {
+        ChildEnd::Finished(text) => {
+            let result: Result<CheckResult, String> = serde_json::from_str(&text).map_err(|e| {
+                CheckError::Isolation(format!("unreadable result from the child: {e}"))
+            })?;
+            return result.map_err(CheckError::Isolation);
+        }
+        ChildEnd::Ended(ended) => ended,
+    };
+    let mut violations: Vec<Violation> = ended
+        .streamed
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let published = ended.published;
+    let mut stats = Stats {
+        unique: published.unique,
+        transitions: published.transitions,
+        max_depth: published.max_depth as usize,
+        generated: published.generated,
+        ..Stats::default()
+    };
+    // Names only: building the processes here could crash this process
+    // the way it crashed the child.
+    let names = Names::of(model, model.fingerprint);
+    let mut stopped = None;
+    let verdict = match culprit(&names, &ended) {
+        Ok((steps, record)) if ended.how == isolate::How::Deadline => {
+            // The time limit is the user's choice, not a fault of the code
+            // that was running.
+            drop(steps);
+            stopped = Some(format!(
+                "the time limit was reached while {} was running; it was stopped",
+                record
+                    .message
+                    .trim_end_matches(" was still running at the time limit")
+            ));
+            if violations.is_empty() {
+                Verdict::Bounded
+            } else {
+                Verdict::Violation
+            }
+        }
+        Ok((_, record)) if matches!(ended.how, isolate::How::Interrupted(_)) => {
+            stopped = Some(record.message);
+            if violations.is_empty() {
+                Verdict::Interrupted
+            } else {
+                Verdict::Violation
+            }
+        }
+        Ok((steps, record)) => {
+            // Describe the steps before the culprit in another child (they
+            // ran before without harm), then add the last one bare.
+            let ran_last = matches!(ended.phase.kind, isolate::IN_HANDLER | isolate::IN_IDENTITY);
+            let described_upto = if ran_last {
+                steps.len().saturating_sub(1)
+            } else {
+                steps.len()
+            };
+            let ran = &steps[..described_upto];
+            let trace = if ran.is_empty() {
+                Some(bare_trace(&names, &[], record.clone()))
+            } else {
+                let prefix = ran.to_vec();
+                let r = record.clone();
+                match isolate::run_in_child(watch, || {
+                    let trace = Engine::new(model, model.fingerprint)
+                        .ok()
+                        .map(|mut e| e.build_trace(&prefix, r.clone()));
+                    serde_json::to_string(&trace).expect("a trace always serialises")
+                })? {
+                    ChildEnd::Finished(text) => {
+                        serde_json::from_str::<Option<Trace>>(&text).ok().flatten()
+                    }
+                    ChildEnd::Ended(_) => None,
+                }
+            };
+            // When the steps do not behave the same again (a flaky crash),
+            // keep the violation with the bare steps.
+            let mut trace = trace.unwrap_or_else(|| bare_trace(&names, ran, record.clone()));
+            if ran_last {
+                if let Some(last) = steps.last() {
+                    let mut tail = bare_trace(&names, std::slice::from_ref(last), record.clone());
+                    trace.steps.append(&mut tail.steps);
+                }
+            }
+            trace.violation = Some(record.clone());
+            violations.push(Violation { record, trace });
+            Verdict::Violation
+        }
+        Err(reason) => {
+            stopped = Some(reason);
+            if violations.is_empty() {
+                Verdict::Interrupted
+            } else {
+                Verdict::Violation
+            }
+        }
+    };
+    stats.elapsed = start.elapsed();
+    Ok(CheckResult {
+        model: model.name.clone(),
+        verdict,
+        violations,
+        stats,
+        sources: Vec::new(),
+        stopped,
+    })
+}
+
+/// [`replay`] in a child process: a crash, an exit or a hang at the
+/// trace's last step (or in the final state's guards or invariants)
+/// reproduces that violation; earlier, it is a divergence.
 pub(crate) fn replay_isolated<P: Process>(
     model: &Model<P>,
     trace: &Trace,
 ) -> Result<ReplayOutcome, CheckError> {
-    let end = isolate::run_in_child(|| {
+    let watch = isolate::Watch {
+        transition_timeout: model.transition_timeout,
+        deadline: None,
+    };
+    let end = isolate::run_in_child(watch, || {
         let result = replay(model, trace).map_err(|e| e.to_string());
         serde_json::to_string(&result).expect("a replay outcome always serialises")
     })?;
-    match end {
+    let ended = match end {
         ChildEnd::Finished(text) => {
             let result: Result<ReplayOutcome, String> =
                 serde_json::from_str(&text).map_err(|e| {
                     CheckError::Isolation(format!("unreadable result from the child: {e}"))
                 })?;
-            result.map_err(CheckError::Trace)
+            return result.map_err(CheckError::Trace);
         }
-        ChildEnd::Failed { status, stderr } => Err(CheckError::Isolation(format!(
-            "it exited with status {status} without a result: {}",
-            stderr.trim()
-        ))),
-        ChildEnd::Crashed {
-            signal,
-            log,
-            stderr,
-            ..
-        } => {
-            let done = match log.as_deref() {
-                Some([isolate::REPLAYING, step]) => *step as usize,
-                _ => 0,
-            };
-            let Some(step) = done.checked_sub(1).and_then(|k| trace.steps.get(k)) else {
-                return Err(CheckError::Isolation(format!(
-                    "it was killed by {} before the first step: {}",
-                    isolate::signal_name(signal),
-                    stderr.trim()
-                )));
-            };
-            let record = crash_record(&step.handler, &step.actor, signal, &stderr);
-            if done == trace.steps.len() {
-                Ok(ReplayOutcome::Reproduced(record))
-            } else {
-                Ok(ReplayOutcome::Diverged {
-                    step: done,
-                    handler: step.handler.clone(),
-                    message: format!(
-                        "{} crashed at step {done} of {}: {}",
-                        step.handler,
-                        trace.steps.len(),
-                        record.message
-                    ),
-                    detail: None,
-                    changed: None,
-                })
-            }
-        }
+        ChildEnd::Ended(ended) => ended,
+    };
+    let done = match ended.log.as_deref() {
+        Some([isolate::REPLAYING, step]) => *step as usize,
+        _ => 0,
+    };
+    let names_of = Names::of(model, trace.fingerprint.or(model.fingerprint));
+    let step = done.checked_sub(1).and_then(|k| trace.steps.get(k));
+    let names = step.map(|s| (s.handler.as_str(), s.actor.as_str()));
+    let culprit = (ended.how != isolate::How::Signal(libc::SIGKILL))
+        .then(|| blame(&names_of, ended.phase, names))
+        .flatten();
+    let Some((property, who)) = culprit else {
+        return Err(CheckError::Isolation(no_culprit(&ended)));
+    };
+    let (kind, message) = ending(ended.how, &who, &ended.stderr);
+    let record = ViolationRecord {
+        kind,
+        property,
+        message,
+        location: None,
+    };
+    // Where the replay was: the constructors come before any step; a step's
+    // handler ran at step `done`; guards and invariants after it.
+    let at_end = match ended.phase.kind {
+        isolate::IN_SETUP => trace.steps.is_empty(),
+        _ => done == trace.steps.len(),
+    };
+    if at_end {
+        Ok(ReplayOutcome::Reproduced(record))
+    } else {
+        Ok(ReplayOutcome::Diverged {
+            step: done,
+            handler: step.map_or_else(|| "initialisation".to_string(), |s| s.handler.clone()),
+            message: format!(
+                "at step {done} of {}: {} {}",
+                trace.steps.len(),
+                record.kind,
+                record.message
+            ),
+            detail: None,
+            changed: None,
+        })
     }
 }

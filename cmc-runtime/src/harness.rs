@@ -19,10 +19,30 @@ use serde_json::json;
 use crate::registry::{models, ModelEntry, RunOptions};
 use crate::trace::Trace;
 
+/// The descriptor `cargo cmc` reads the protocol from (`CMC_PROTOCOL_FD`),
+/// so that whatever the user's code prints on standard output cannot be
+/// mistaken for it; standard output when it is not set.
+pub(crate) fn protocol_fd() -> Option<i32> {
+    static FD: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *FD.get_or_init(|| {
+        let _sys = crate::ctx::system_scope();
+        std::env::var("CMC_PROTOCOL_FD")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&fd: &i32| fd > crate::isolate::RESULT_FD)
+    })
+}
+
 fn emit(value: serde_json::Value) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{value}");
-    let _ = out.flush();
+    let line = format!("{value}\n");
+    match protocol_fd() {
+        Some(fd) => crate::isolate::write_all(fd, line.as_bytes()),
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+        }
+    }
 }
 
 fn find(path: &str) -> Result<&'static ModelEntry, String> {
@@ -79,6 +99,12 @@ fn run(args: &[String]) -> Result<i32, String> {
 /// Runs the harness protocol on the process's arguments; returns the exit
 /// code.
 pub fn harness_main() -> i32 {
+    // Ctrl-C and SIGTERM stop the search with what it found so far; and
+    // this process does not outlive `cargo cmc`.
+    crate::isolate::catch_stop_signals();
+    let _ = protocol_fd();
+    // SAFETY: asks the kernel to kill this process when its parent dies.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(code) => code,

@@ -12,7 +12,8 @@
 use std::cell::Cell;
 use std::io::Read;
 use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Layout of the crash log, in 64-bit words:
 ///
@@ -27,9 +28,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The mapping is shared, anonymous and not reserved: only the pages
 /// written cost memory. Recording is O(1) per state and per transition.
 const CURRENT: usize = 1 << 12;
-const NODES: usize = 1 << 24;
-const CHOICES: usize = 1 << 26;
-const NODE_COUNT_AT: usize = 2 + CURRENT;
+/// Room for 2^27 stored states and 2^29 choice values: 7 GiB of address
+/// space, of which only the pages written cost memory (a search that
+/// stores more states than its machine's memory holds never gets there).
+const NODES: usize = 1 << 27;
+const CHOICES: usize = 1 << 29;
+/// The status block: what the child is doing (its phase, see [`phase`]),
+/// a heartbeat, and its statistics, which the parent reads while it runs
+/// and after it ended however it ended.
+const STATUS_AT: usize = 2 + CURRENT;
+const STATUS: usize = 16;
+const SEQ: usize = STATUS_AT;
+const PHASE: usize = STATUS_AT + 1;
+const STAT_UNIQUE: usize = STATUS_AT + 6;
+const STAT_TRANSITIONS: usize = STATUS_AT + 7;
+const STAT_DEPTH: usize = STATUS_AT + 8;
+const STAT_GENERATED: usize = STATUS_AT + 9;
+const STAT_FULL: usize = STATUS_AT + 10;
+const NODE_COUNT_AT: usize = STATUS_AT + STATUS;
 const NODES_AT: usize = NODE_COUNT_AT + 1;
 const CHOICE_COUNT_AT: usize = NODES_AT + 3 * NODES;
 const CHOICES_AT: usize = CHOICE_COUNT_AT + 1;
@@ -109,6 +125,7 @@ impl CrashLog {
         let id = self.word(NODE_COUNT_AT).load(Ordering::Relaxed) as usize;
         let at = self.word(CHOICE_COUNT_AT).load(Ordering::Relaxed) as usize;
         if id >= NODES || at + choices.len() > CHOICES || choices.len() > u32::MAX as usize {
+            self.word(STAT_FULL).store(1, Ordering::Relaxed);
             return false;
         }
         for (k, &c) in choices.iter().enumerate() {
@@ -169,7 +186,152 @@ impl CrashLog {
     }
 }
 
+/// What the child was doing, as its status block says (see [`phase`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Phase {
+    /// One of the `IN_*` constants.
+    pub(crate) kind: u64,
+    /// The node of the search tree the phase concerns (the state whose
+    /// guards or invariants run).
+    pub(crate) node: u32,
+    /// The process (`u64::MAX`: none), then two words the kind defines.
+    pub(crate) a: u64,
+    pub(crate) b: u64,
+    pub(crate) c: u64,
+}
+
+/// The checker's own code: nothing of the user's is running.
+pub(crate) const IN_CHECKER: u64 = 0;
+/// A process's constructor (`a`: the process).
+pub(crate) const IN_SETUP: u64 = 1;
+/// A handler: the current record names it.
+pub(crate) const IN_HANDLER: u64 = 2;
+/// A guard of state `node` (`a`: the process, `b`: the handler).
+pub(crate) const IN_GUARD: u64 = 3;
+/// An invariant of state `node` (`a`: the process or `u64::MAX` for a
+/// global one; `b`: its index among the model's invariants, per-process
+/// ones first, then the model's own global ones, then the registered
+/// ones).
+pub(crate) const IN_INVARIANT: u64 = 4;
+/// The `Hash`, `Debug` or abstraction of a process, for its fingerprint or
+/// a trace (`a`: the process).
+pub(crate) const IN_IDENTITY: u64 = 5;
+/// A registered model's function, building the model.
+pub(crate) const IN_BUILD: u64 = 6;
+
+/// The statistics the child last published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Published {
+    pub(crate) unique: u64,
+    pub(crate) transitions: u64,
+    pub(crate) max_depth: u64,
+    pub(crate) generated: u64,
+    /// Whether the search tree outgrew the log (crash traces beyond it
+    /// cannot be rebuilt).
+    pub(crate) log_full: bool,
+}
+
+impl CrashLog {
+    fn phase(&self) -> Phase {
+        let w = |i: usize| self.word(PHASE + i).load(Ordering::Relaxed);
+        Phase {
+            kind: w(0),
+            node: w(1) as u32,
+            a: w(2),
+            b: w(3),
+            c: w(4),
+        }
+    }
+
+    fn heartbeat(&self) -> u64 {
+        self.word(SEQ).load(Ordering::Relaxed)
+    }
+
+    fn published(&self) -> Published {
+        let w = |i: usize| self.word(i).load(Ordering::Relaxed);
+        Published {
+            unique: w(STAT_UNIQUE),
+            transitions: w(STAT_TRANSITIONS),
+            max_depth: w(STAT_DEPTH),
+            generated: w(STAT_GENERATED),
+            log_full: w(STAT_FULL) != 0,
+        }
+    }
+}
+
+/// Records what the child is doing now (one of the `IN_*` kinds), for the
+/// parent's watchdog and for naming the culprit if the child dies: a few
+/// relaxed stores into shared memory, cheap enough for every guard,
+/// handler and invariant. A no-op outside an isolated run.
+#[inline]
+pub(crate) fn phase(kind: u64, node: u32, a: u64, b: u64, c: u64) {
+    let log = LOG.with(Cell::get);
+    if log.is_null() {
+        return;
+    }
+    // SAFETY: the log outlives the isolated run that set the pointer.
+    let log = unsafe { &*log };
+    log.word(PHASE).store(kind, Ordering::Relaxed);
+    log.word(PHASE + 1)
+        .store(u64::from(node), Ordering::Relaxed);
+    log.word(PHASE + 2).store(a, Ordering::Relaxed);
+    log.word(PHASE + 3).store(b, Ordering::Relaxed);
+    log.word(PHASE + 4).store(c, Ordering::Relaxed);
+    let seq = log.word(SEQ);
+    seq.store(
+        seq.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Release,
+    );
+}
+
+/// Publishes the search's statistics (read by the parent if the child
+/// never returns a result). A no-op outside an isolated run.
+#[inline]
+pub(crate) fn publish(unique: u64, transitions: u64, max_depth: usize, generated: u64) {
+    let log = LOG.with(Cell::get);
+    if log.is_null() {
+        return;
+    }
+    // SAFETY: the log outlives the isolated run that set the pointer.
+    let log = unsafe { &*log };
+    log.word(STAT_UNIQUE).store(unique, Ordering::Relaxed);
+    log.word(STAT_TRANSITIONS)
+        .store(transitions, Ordering::Relaxed);
+    log.word(STAT_DEPTH)
+        .store(max_depth as u64, Ordering::Relaxed);
+    log.word(STAT_GENERATED).store(generated, Ordering::Relaxed);
+}
+
+/// Whether this thread runs inside an isolated child.
+pub(crate) fn isolated() -> bool {
+    !LOG.with(Cell::get).is_null()
+}
+
+/// Sends one line of text to the parent at once (a violation as soon as it
+/// is found, so that nothing found is lost if the child dies later). A
+/// no-op outside an isolated run.
+pub(crate) fn stream(line: &str) {
+    if !isolated() {
+        return;
+    }
+    debug_assert!(!line.contains('\n'), "a streamed line is one line");
+    write_all(RESULT_FD, format!("V{line}\n").as_bytes());
+}
+
+pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
+    let mut written = 0;
+    while written < bytes.len() {
+        // SAFETY: writes from a live buffer to a descriptor of ours.
+        let n = unsafe { libc::write(fd, bytes[written..].as_ptr().cast(), bytes.len() - written) };
+        if n <= 0 {
+            break;
+        }
+        written += n as usize;
+    }
+}
+
 /// A step of the search tree as the crash log holds it.
+#[derive(Clone)]
 pub(crate) struct LoggedStep {
     pub(crate) actor: u32,
     pub(crate) handler: u32,
@@ -213,27 +375,115 @@ pub(crate) fn record(words: impl FnOnce() -> Vec<u64>) {
 }
 
 /// The descriptor the child writes its result to.
-const RESULT_FD: i32 = 3;
+pub(crate) const RESULT_FD: i32 = 3;
+
+/// Limits the parent enforces on the child while it runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Watch {
+    /// How long user code (a handler, guard, invariant, constructor,
+    /// `Hash` or `Debug`) may run before the child is stopped.
+    pub(crate) transition_timeout: Option<Duration>,
+    /// When the run must have ended (the time limit and a grace second):
+    /// past it, a child stuck in user code is stopped.
+    pub(crate) deadline: Option<Instant>,
+}
+
+/// How a child that returned no result ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum How {
+    /// Killed by this signal (not sent by the parent).
+    Signal(i32),
+    /// It exited with this status (user code called `exit`).
+    Exit(i32),
+    /// The parent stopped it: user code ran longer than the transition
+    /// timeout.
+    Hung(Duration),
+    /// The parent stopped it: user code was still running at the deadline.
+    Deadline,
+    /// The parent stopped it: this signal (SIGINT, SIGTERM) asked the run
+    /// to stop, and user code did not return within a second.
+    Interrupted(i32),
+}
+
+/// The signal that asked the run to stop, or 0.
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop(signal: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    STOP.store(signal, Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM ask the run to stop instead of ending the
+/// process: the search stops at its next transition with the verdict
+/// `interrupted` and everything found so far, and the parent stops a child
+/// stuck in user code a second later. For the harness's process (a forked
+/// child inherits the handlers).
+pub(crate) fn catch_stop_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid starting point; the handler
+        // only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The signal that asked the run to stop, if one did.
+#[inline]
+pub(crate) fn stop_signal() -> Option<i32> {
+    let s = STOP.load(Ordering::Relaxed);
+    (s != 0).then_some(s)
+}
 
 /// How the child ended.
 pub(crate) enum ChildEnd {
-    /// It exited normally with this result text.
+    /// It returned this result text (which holds whatever it streamed).
     Finished(String),
-    /// It died of a signal: its current record, the steps to the node that
-    /// record names (when it names one), and what it printed.
-    Crashed {
-        signal: i32,
-        log: Option<Vec<u64>>,
-        ancestry: Option<Vec<LoggedStep>>,
-        stderr: String,
-    },
-    /// It exited with an error status without a result.
-    Failed { status: i32, stderr: String },
+    /// It ended without a result: how, its current record, the steps to
+    /// the node that record names (when it names one), its phase and the
+    /// steps to the phase's node, its last statistics, the lines it
+    /// streamed before, and what it printed.
+    Ended(Box<Ended>),
+}
+
+/// See [`ChildEnd::Ended`].
+pub(crate) struct Ended {
+    pub(crate) how: How,
+    pub(crate) log: Option<Vec<u64>>,
+    pub(crate) ancestry: Option<Vec<LoggedStep>>,
+    pub(crate) phase: Phase,
+    pub(crate) phase_ancestry: Option<Vec<LoggedStep>>,
+    pub(crate) published: Published,
+    pub(crate) streamed: Vec<String>,
+    pub(crate) stderr: String,
+}
+
+/// Splits what the child wrote on its result descriptor into the lines it
+/// streamed and its result.
+fn split_result(text: &str) -> (Vec<String>, String) {
+    let mut streamed = Vec::new();
+    let mut result = String::new();
+    for line in text.split_inclusive('\n') {
+        match line.strip_prefix('V') {
+            Some(rest) => streamed.push(rest.trim_end_matches('\n').to_string()),
+            None => result.push_str(line.strip_prefix('R').unwrap_or(line)),
+        }
+    }
+    (streamed, result)
 }
 
 /// Runs `work` in a forked child; its returned text comes back to the
 /// parent. `work` must not return until it is done with the crash log.
-pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<ChildEnd> {
+/// The parent watches the child's heartbeat and stops it (SIGKILL) when
+/// user code outlasts `watch`'s limits.
+pub(crate) fn run_in_child(
+    watch: Watch,
+    work: impl FnOnce() -> String,
+) -> std::io::Result<ChildEnd> {
     // What the child reads once and caches (the modules and symbols, the
     // control of randomness, cmc's own globals) is set up here first: a
     // one-time initialization another thread was in the middle of at the
@@ -247,6 +497,7 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
     crate::identity::entropy::warm();
     crate::identity::clock::real();
     crate::symbols::own_globals();
+    crate::harness::protocol_fd();
     let log = CrashLog::new()?;
     let mut err_pipe = [0; 2];
     let mut out_pipe = [0; 2];
@@ -269,37 +520,40 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
         // and the result pipe as descriptor 3; close everything else the
         // child inherited, such as other threads' pipes (their readers would
         // otherwise wait for this child too).
-        // SAFETY: plain descriptor operations on descriptors we own.
+        // SAFETY: plain descriptor operations on descriptors we own, and
+        // asking to die with the parent.
         unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             libc::dup2(err_pipe[1], 2);
             if out_pipe[1] != RESULT_FD {
                 libc::dup2(out_pipe[1], RESULT_FD);
             }
-            if libc::syscall(libc::SYS_close_range, RESULT_FD + 1, u32::MAX, 0) != 0 {
-                for fd in RESULT_FD + 1..4096 {
-                    libc::close(fd);
+            // The protocol's descriptor stays open: the child reports its
+            // progress there.
+            let keep = crate::harness::protocol_fd().unwrap_or(-1);
+            let close = |from: i32, to: u32| {
+                if from as u32 <= to
+                    && libc::syscall(libc::SYS_close_range, from as u32, to, 0) != 0
+                {
+                    for fd in from..(to.min(4095) as i32 + 1) {
+                        libc::close(fd);
+                    }
                 }
+            };
+            if keep > RESULT_FD {
+                close(RESULT_FD + 1, keep as u32 - 1);
+                close(keep + 1, u32::MAX);
+            } else {
+                close(RESULT_FD + 1, u32::MAX);
             }
         }
         LOG.with(|l| l.set(&log));
         let text = work();
         LOG.with(|l| l.set(std::ptr::null()));
-        let bytes = text.as_bytes();
-        let mut written = 0;
-        while written < bytes.len() {
-            // SAFETY: writes from a live buffer to our pipe.
-            let n = unsafe {
-                libc::write(
-                    RESULT_FD,
-                    bytes[written..].as_ptr().cast(),
-                    bytes.len() - written,
-                )
-            };
-            if n <= 0 {
-                break;
-            }
-            written += n as usize;
-        }
+        let mut line = String::with_capacity(text.len() + 2);
+        line.push('R');
+        line.push_str(&text);
+        write_all(RESULT_FD, line.as_bytes());
         // SAFETY: _exit ends the child immediately, as intended.
         unsafe { libc::_exit(0) };
     }
@@ -316,40 +570,92 @@ pub(crate) fn run_in_child(work: impl FnOnce() -> String) -> std::io::Result<Chi
             std::fs::File::from_raw_fd(out_pipe[0]),
         )
     };
-    // Read the result on another thread so neither pipe can fill up and
-    // block the child.
+    // Read both pipes on threads of their own so neither can fill up and
+    // block the child, while this thread watches it.
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
         let _ = out.read_to_string(&mut text);
         text
     });
-    let mut stderr = String::new();
-    let _ = err.read_to_string(&mut stderr);
-    let text = reader.join().unwrap_or_default();
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err.read_to_string(&mut text);
+        text
+    });
     let mut status = 0;
-    // SAFETY: waits for our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    Ok(if libc::WIFSIGNALED(status) {
-        let current = log.read();
-        // A check's record starts with the node being expanded.
-        let ancestry = match current.as_deref() {
-            Some([CHECKING, node, ..]) => log.ancestry(*node as u32),
+    let mut stopped: Option<How> = None;
+    let mut asked: Option<(i32, Instant)> = None;
+    let mut beat = (log.heartbeat(), Instant::now());
+    let mut nap = Duration::from_micros(200);
+    loop {
+        // SAFETY: polls our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid
+            || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+        {
+            break;
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(20));
+        let now = Instant::now();
+        let seq = log.heartbeat();
+        if seq != beat.0 {
+            beat = (seq, now);
+        }
+        if let (Some(signal), None) = (stop_signal(), asked) {
+            asked = Some((signal, now));
+        }
+        if stopped.is_some() || log.phase().kind == IN_CHECKER {
+            continue;
+        }
+        let stuck = now.duration_since(beat.1);
+        let how = match (watch.transition_timeout, watch.deadline, asked) {
+            (_, _, Some((signal, at))) if now.duration_since(at) >= Duration::from_secs(1) => {
+                Some(How::Interrupted(signal))
+            }
+            (Some(limit), _, _) if stuck >= limit => Some(How::Hung(limit)),
+            (_, Some(deadline), _) if now >= deadline => Some(How::Deadline),
             _ => None,
         };
-        ChildEnd::Crashed {
-            signal: libc::WTERMSIG(status),
-            log: current,
-            ancestry,
-            stderr,
+        if let Some(how) = how {
+            stopped = Some(how);
+            // SAFETY: signals our own child, which has not been reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty() {
-        ChildEnd::Finished(text)
-    } else {
-        ChildEnd::Failed {
-            status: libc::WEXITSTATUS(status),
-            stderr,
-        }
-    })
+    }
+    let (streamed, text) = split_result(&reader.join().unwrap_or_default());
+    let stderr = err_reader.join().unwrap_or_default();
+    let exited_cleanly =
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty();
+    if exited_cleanly && stopped.is_none() {
+        return Ok(ChildEnd::Finished(text));
+    }
+    let how = match stopped {
+        Some(how) => how,
+        None if libc::WIFSIGNALED(status) => How::Signal(libc::WTERMSIG(status)),
+        None => How::Exit(libc::WEXITSTATUS(status)),
+    };
+    let current = log.read();
+    // A check's record starts with the node being expanded.
+    let ancestry = match current.as_deref() {
+        Some([CHECKING, node, ..]) => log.ancestry(*node as u32),
+        _ => None,
+    };
+    let phase = log.phase();
+    let phase_ancestry = match phase.kind {
+        IN_GUARD | IN_INVARIANT => log.ancestry(phase.node),
+        _ => None,
+    };
+    Ok(ChildEnd::Ended(Box::new(Ended {
+        how,
+        log: current,
+        ancestry,
+        phase,
+        phase_ancestry,
+        published: log.published(),
+        streamed,
+        stderr,
+    })))
 }
 
 /// A signal's conventional name.
@@ -361,6 +667,8 @@ pub(crate) fn signal_name(signal: i32) -> String {
         libc::SIGILL => "SIGILL (illegal instruction)".into(),
         libc::SIGFPE => "SIGFPE (arithmetic error)".into(),
         libc::SIGKILL => "SIGKILL (killed)".into(),
+        libc::SIGINT => "SIGINT (interrupt)".into(),
+        libc::SIGTERM => "SIGTERM (terminate)".into(),
         other => format!("signal {other}"),
     }
 }

@@ -315,6 +315,9 @@ pub enum Strategy {
     BestFirst,
 }
 
+/// The default of [`Model::transition_timeout`].
+pub const DEFAULT_TRANSITION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The search limits.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -325,6 +328,10 @@ pub struct Bounds {
     pub max_states: Option<usize>,
     /// The search stops after this long.
     pub time_limit: Option<Duration>,
+    /// The search stops before the process's resident memory exceeds this
+    /// many bytes. `None`: 80 % of the memory available when it starts;
+    /// `Some(0)`: no budget.
+    pub max_memory: Option<u64>,
 }
 
 /// How a process's state is fingerprinted, that is, which states the search
@@ -482,6 +489,9 @@ pub struct Model<P: Process> {
     pub(crate) arena: ArenaConfig,
     pub(crate) env_arena: ArenaConfig,
     pub(crate) debug: Option<fn(&P) -> String>,
+    /// How long one piece of user code may run in an isolated check (see
+    /// [`Model::transition_timeout`]).
+    pub(crate) transition_timeout: Option<Duration>,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -523,7 +533,18 @@ impl<P: Process> Model<P> {
             arena: ArenaConfig::default(),
             env_arena: ArenaConfig::default(),
             debug: None,
+            transition_timeout: Some(DEFAULT_TRANSITION_TIMEOUT),
         }
+    }
+
+    /// How long one piece of user code — a handler, guard, invariant,
+    /// constructor, `Hash` or `Debug` — may run before an isolated check
+    /// (`cargo cmc`, `check_isolated`) stops it and reports a `timeout`
+    /// violation with its trace ("handler `tick` of process 0 did not
+    /// return within 5 s"); `None` lets it run forever. Default: 5 s.
+    pub fn transition_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.transition_timeout = limit;
+        self
     }
 
     /// The model's name.
@@ -540,6 +561,14 @@ impl<P: Process> Model<P> {
     /// Adds a global invariant.
     pub fn invariant(mut self, name: &'static str, check: fn(&World<'_, P>) -> Check) -> Self {
         self.invariants.push(GlobalInvariant::new(name, check));
+        self
+    }
+
+    /// Stops the search, bounded, before its resident memory exceeds
+    /// `bytes` (0: no budget). Default: 80 % of the memory available when
+    /// the search starts.
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.bounds.max_memory = Some(bytes);
         self
     }
 

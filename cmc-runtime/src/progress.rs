@@ -32,10 +32,52 @@ pub struct Progress {
     pub max_depth: usize,
     /// States waiting to be expanded.
     pub frontier: usize,
-    /// Bytes of stored pages and visited fingerprints.
+    /// The search process's resident memory (RSS), in bytes.
     pub memory_bytes: usize,
+    /// Of which the visited set's table.
+    #[serde(default)]
+    pub visited_bytes: usize,
+    /// Of which the page store's contents.
+    #[serde(default)]
+    pub page_bytes: usize,
+    /// The memory budget, in bytes (0: none).
+    #[serde(default)]
+    pub budget_bytes: u64,
     /// Seconds since the search started.
     pub elapsed_s: f64,
+}
+
+/// The resident memory of this process (RSS), in bytes, from
+/// `/proc/self/statm` (0 where it cannot be read).
+pub(crate) fn resident_bytes() -> u64 {
+    let _sys = crate::ctx::system_scope();
+    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    pages * page
+}
+
+/// The default memory budget: 80 % of the memory available when the
+/// search starts (`MemAvailable` in `/proc/meminfo`), or none where that
+/// cannot be read.
+pub(crate) fn default_budget() -> Option<u64> {
+    let _sys = crate::ctx::system_scope();
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kib * 1024 / 10 * 8)
 }
 
 type Sink = fn(&Progress);

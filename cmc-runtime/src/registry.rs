@@ -41,6 +41,13 @@ pub struct RunOptions {
     pub random_seeds: Option<usize>,
     /// Whether to run in a child process (crashes become violations).
     pub isolate: bool,
+    /// How long one piece of user code may run (`Duration::ZERO`: no
+    /// limit); see `Model::transition_timeout`.
+    #[serde(default)]
+    pub transition_timeout: Option<Duration>,
+    /// The memory budget in bytes (0: none).
+    #[serde(default)]
+    pub max_memory: Option<u64>,
 }
 
 impl<P: Process> Model<P> {
@@ -75,6 +82,12 @@ impl<P: Process> Model<P> {
         }
         if let Some(k) = options.random_seeds {
             self = self.random_seeds(k);
+        }
+        if let Some(m) = options.max_memory {
+            self.bounds.max_memory = Some(m);
+        }
+        if let Some(t) = options.transition_timeout {
+            self.transition_timeout = (!t.is_zero()).then_some(t);
         }
         self
     }
@@ -195,11 +208,50 @@ pub mod private {
     use super::*;
 
     /// Builds a registered model; a panic in the model's function (bad
-    /// bounds, say) becomes an error that names it, not a crash.
+    /// bounds, say) becomes an error that names it, not a crash. When
+    /// `isolated`, the function runs once in a child process first, so that
+    /// a crash, an exit or a hang there is an error too, not the end of the
+    /// harness (and of the other models' checks).
     fn build<P: Process>(
         path: &'static str,
-        build: impl FnOnce() -> Model<P>,
+        build: impl Fn() -> Model<P>,
+        isolated: bool,
     ) -> Result<Model<P>, CheckError> {
+        if isolated {
+            let watch = crate::isolate::Watch {
+                transition_timeout: Some(crate::model::DEFAULT_TRANSITION_TIMEOUT),
+                deadline: None,
+            };
+            let probe = crate::isolate::run_in_child(watch, || {
+                crate::isolate::phase(crate::isolate::IN_BUILD, 0, 0, 0, 0);
+                let _ = crate::ctx::user_code(false, &build);
+                crate::isolate::phase(crate::isolate::IN_CHECKER, 0, 0, 0, 0);
+                "built".to_string()
+            })?;
+            if let crate::isolate::ChildEnd::Ended(ended) = probe {
+                let how = match ended.how {
+                    crate::isolate::How::Signal(s) => {
+                        format!("crashed: killed by {}", crate::isolate::signal_name(s))
+                    }
+                    crate::isolate::How::Exit(status) => {
+                        format!("ended the process with exit status {status}")
+                    }
+                    crate::isolate::How::Hung(limit) => {
+                        format!("did not return within {} s", limit.as_secs_f64())
+                    }
+                    crate::isolate::How::Deadline => "did not return".to_string(),
+                    crate::isolate::How::Interrupted(s) => {
+                        format!("was interrupted by {}", crate::isolate::signal_name(s))
+                    }
+                };
+                let tail = ended.stderr.trim();
+                return Err(CheckError::Model(if tail.is_empty() {
+                    format!("building `{path}` {how}")
+                } else {
+                    format!("building `{path}` {how} ({tail})")
+                }));
+            }
+        }
         crate::ctx::user_code(false, build).map_err(|(message, location)| {
             CheckError::Model(format!(
                 "building `{path}` failed: {message} (at {location})"
@@ -210,10 +262,10 @@ pub mod private {
     /// Checks a registered model under its registered path.
     pub fn check_model<P: Process>(
         path: &'static str,
-        model: impl FnOnce() -> Model<P>,
+        model: impl Fn() -> Model<P>,
         options: &RunOptions,
     ) -> Result<CheckResult, CheckError> {
-        let mut model = build(path, model)?.apply(options);
+        let mut model = build(path, model, options.isolate)?.apply(options);
         model.name = path.to_string();
         if options.isolate {
             model.check_isolated()
@@ -225,11 +277,11 @@ pub mod private {
     /// Replays a trace on a registered model.
     pub fn replay_model<P: Process>(
         path: &'static str,
-        model: impl FnOnce() -> Model<P>,
+        model: impl Fn() -> Model<P>,
         options: &RunOptions,
         trace: &Trace,
     ) -> Result<ReplayOutcome, CheckError> {
-        let mut model = build(path, model)?.apply(options);
+        let mut model = build(path, model, options.isolate)?.apply(options);
         model.name = path.to_string();
         // A fingerprint mode given now overrides the trace's.
         let overridden;

@@ -20,8 +20,11 @@ pub enum ViolationKind {
     Invariant,
     /// No handler was enabled anywhere.
     Deadlock,
-    /// User code crashed the checker (segfault, abort, stack overflow).
+    /// User code crashed the checker (segfault, abort, stack overflow) or
+    /// ended its process (`std::process::exit`).
     Crash,
+    /// User code did not return within the transition timeout.
+    Timeout,
     /// A process's arena ran out of its reservation.
     ArenaExhausted,
     /// Objects unreachable from a process's root after a transition.
@@ -40,6 +43,7 @@ impl ViolationKind {
             ViolationKind::Invariant => "invariant",
             ViolationKind::Deadlock => "deadlock",
             ViolationKind::Crash => "crash",
+            ViolationKind::Timeout => "timeout",
             ViolationKind::ArenaExhausted => "arena_exhausted",
             ViolationKind::Leak => "leak",
             ViolationKind::Nondeterminism => "nondeterminism",
@@ -341,6 +345,9 @@ pub enum Verdict {
     Bounded,
     /// At least one violation was found.
     Violation,
+    /// The search was stopped before it could finish (a signal, the
+    /// operating system killing it); the statistics are those so far.
+    Interrupted,
 }
 
 impl fmt::Display for Verdict {
@@ -349,6 +356,7 @@ impl fmt::Display for Verdict {
             Verdict::Pass => "pass",
             Verdict::Bounded => "bounded",
             Verdict::Violation => "violation",
+            Verdict::Interrupted => "interrupted",
         })
     }
 }
@@ -404,6 +412,10 @@ pub struct CheckResult {
     /// from (process, shared variables, messages).
     #[serde(default)]
     pub sources: Vec<crate::identity::TypeSource>,
+    /// Why the search stopped before it finished, when it did (a bound, a
+    /// signal, the operating system).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl CheckResult {

@@ -284,7 +284,7 @@ fn a_segfault_in_unsafe_user_code_is_reported_with_its_trace() {
     assert!(
         v.record
             .message
-            .starts_with("process 0 crashed: killed by SIGSEGV"),
+            .starts_with("handler act of process 0 crashed: killed by SIGSEGV"),
         "{}",
         v.record.message
     );
@@ -306,7 +306,7 @@ fn an_abort_is_reported_with_its_trace() {
     assert!(r.violations[0]
         .record
         .message
-        .starts_with("process 0 crashed: killed by SIGABRT"));
+        .starts_with("handler act of process 0 crashed: killed by SIGABRT"));
 }
 
 #[test]

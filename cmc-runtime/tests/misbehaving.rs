@@ -1,0 +1,270 @@
+//! User code that never returns, ends the process, or crashes outside a
+//! handler: an isolated check survives each, names the culprit (handler,
+//! guard, invariant, constructor), keeps the violations found before and
+//! the statistics so far, and honours its time limit whatever the code
+//! does.
+
+use std::time::{Duration, Instant};
+
+use cmc::{Handler, Invariant, Model, Process, ReplayOutcome, Verdict, View, ViolationKind};
+
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// The handler loops forever at its second step.
+    Spin,
+    /// The handler calls `std::process::exit(3)` at its second step.
+    Exit,
+    /// The guard segfaults in the state after two steps.
+    GuardSegfault,
+    /// The invariant segfaults in the state after two steps.
+    InvariantSegfault,
+    /// The invariant loops forever in the state after two steps.
+    InvariantSpin,
+    /// Process 1's constructor segfaults.
+    ConstructorSegfault,
+    /// Process 1's invariant fails after its first step (a violation);
+    /// process 0's handler segfaults at its third: with keep-going, both
+    /// are reported.
+    FailThenCrash,
+}
+
+#[derive(Debug)]
+struct Wild {
+    id: usize,
+    steps: u8,
+    kind: Kind,
+}
+
+#[inline(never)]
+fn segfault() {
+    let p = std::hint::black_box(8usize) as *mut u64;
+    // SAFETY: deliberately not: the crash under test.
+    unsafe { p.write_volatile(1) };
+}
+
+#[inline(never)]
+fn spin() -> bool {
+    let mut n = 0u64;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+        if std::hint::black_box(n) == u64::MAX {
+            return true;
+        }
+    }
+}
+
+impl Wild {
+    fn act(&mut self, _: &mut cmc::Ctx<'_, Self>) {
+        self.steps += 1;
+        match (self.kind, self.steps) {
+            (Kind::Spin, 2) => {
+                spin();
+            }
+            (Kind::Exit, 2) => std::process::exit(3),
+            (Kind::FailThenCrash, 3) if self.id == 0 => segfault(),
+            _ => {}
+        }
+    }
+
+    fn ready(&self, _: &View<'_, Self>) -> bool {
+        if self.kind == Kind::GuardSegfault && self.steps == 2 {
+            segfault();
+        }
+        self.steps < 4
+    }
+}
+
+impl Process for Wild {
+    type Msg = u8;
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![Handler::new("act", Wild::act).guard(Wild::ready)]
+    }
+    fn invariants() -> Vec<Invariant<Self>> {
+        vec![Invariant::new("calm", |w| {
+            match (w.kind, w.steps) {
+                (Kind::InvariantSegfault, 2) => segfault(),
+                (Kind::InvariantSpin, 2) => {
+                    spin();
+                }
+                (Kind::FailThenCrash, 1) if w.id == 1 => return Err("one step".into()),
+                _ => {}
+            }
+            Ok(())
+        })]
+    }
+}
+
+fn model(kind: Kind) -> Model<Wild> {
+    Model::new(format!("wild_{kind:?}"), 2, move |i| {
+        if kind == Kind::ConstructorSegfault && i == 1 {
+            segfault();
+        }
+        Wild {
+            id: i,
+            steps: 0,
+            kind,
+        }
+    })
+    .quiescence_ok(true)
+    .strategy(cmc::Strategy::Bfs)
+    .transition_timeout(Some(Duration::from_millis(500)))
+}
+
+/// Checks `kind` isolated, expects one violation of `expected` named
+/// `property` after `steps` steps, whose message starts with `message`, and
+/// replays its trace isolated.
+fn expect(
+    kind: Kind,
+    expected: ViolationKind,
+    property: &str,
+    steps: usize,
+    message: &str,
+) -> cmc::CheckResult {
+    let m = model(kind);
+    let r = m.check_isolated().expect("an isolated check survives");
+    assert_eq!(r.verdict, Verdict::Violation, "{kind:?}: {r:?}");
+    let v = r.violations.last().expect("a violation");
+    assert_eq!(v.record.kind, expected, "{kind:?}: {v}");
+    assert_eq!(v.record.property, property, "{kind:?}: {v}");
+    assert!(
+        v.record.message.starts_with(message),
+        "{kind:?}: {}",
+        v.record.message
+    );
+    assert_eq!(v.trace.steps.len(), steps, "{kind:?}: {v}");
+    match m.replay_isolated(&v.trace).expect("the replay survives") {
+        ReplayOutcome::Reproduced(record) => {
+            assert_eq!(
+                (record.kind, &record.property),
+                (v.record.kind, &v.record.property),
+                "{kind:?}"
+            );
+        }
+        other => panic!("{kind:?}: replay gave {other:?}"),
+    }
+    r
+}
+
+#[test]
+fn a_handler_that_never_returns_is_a_timeout_with_its_trace() {
+    let started = Instant::now();
+    let r = expect(
+        Kind::Spin,
+        ViolationKind::Timeout,
+        "act",
+        2,
+        "handler act of process 0 did not return within 0.5 s",
+    );
+    assert!(r.stats.unique >= 3, "the statistics so far: {:?}", r.stats);
+    // Two checks' worth of timeouts (the check and the replay), not more.
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn an_invariant_that_never_returns_is_a_timeout_named_after_it() {
+    expect(
+        Kind::InvariantSpin,
+        ViolationKind::Timeout,
+        "calm",
+        2,
+        "invariant calm of process 0 did not return within 0.5 s",
+    );
+}
+
+#[test]
+fn exit_in_a_handler_is_a_violation_with_its_trace() {
+    expect(
+        Kind::Exit,
+        ViolationKind::Crash,
+        "act",
+        2,
+        "handler act of process 0 ended the checking process with exit status 3",
+    );
+}
+
+#[test]
+fn a_crash_in_a_guard_is_pinned_on_the_guard_and_the_state_it_judged() {
+    expect(
+        Kind::GuardSegfault,
+        ViolationKind::Crash,
+        "guard of act",
+        2,
+        "the guard of act in process 0 crashed: killed by SIGSEGV",
+    );
+}
+
+#[test]
+fn a_crash_in_an_invariant_is_pinned_on_the_invariant() {
+    expect(
+        Kind::InvariantSegfault,
+        ViolationKind::Crash,
+        "calm",
+        2,
+        "invariant calm of process 0 crashed: killed by SIGSEGV",
+    );
+}
+
+#[test]
+fn a_crash_in_a_constructor_is_a_violation_not_a_tool_error() {
+    expect(
+        Kind::ConstructorSegfault,
+        ViolationKind::Crash,
+        "initialisation of process 1",
+        0,
+        "the constructor of process 1 crashed: killed by SIGSEGV",
+    );
+}
+
+#[test]
+fn keep_going_keeps_the_violations_found_before_a_crash() {
+    let r = model(Kind::FailThenCrash)
+        .keep_going(true)
+        .check_isolated()
+        .expect("an isolated check survives");
+    assert_eq!(r.verdict, Verdict::Violation);
+    let found: Vec<(ViolationKind, &str)> = r
+        .violations
+        .iter()
+        .map(|v| (v.record.kind, v.record.property.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (ViolationKind::Invariant, "calm"),
+            (ViolationKind::Crash, "act")
+        ],
+        "{r:?}"
+    );
+    assert_eq!(r.violations[1].trace.steps.len(), 3);
+    assert!(
+        r.stats.unique > 1 && r.stats.transitions > 1,
+        "{:?}",
+        r.stats
+    );
+}
+
+#[test]
+fn the_time_limit_holds_whatever_the_handler_does() {
+    // No transition timeout: only the time limit can stop the spinning
+    // handler. The check ends within a second or two of it, bounded, with
+    // the statistics so far and the reason.
+    let started = Instant::now();
+    let r = model(Kind::Spin)
+        .transition_timeout(None)
+        .time_limit(Duration::from_secs(1))
+        .check_isolated()
+        .expect("an isolated check survives");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    assert_eq!(r.verdict, Verdict::Bounded, "{r:?}");
+    let why = r.stopped.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("time limit") && why.contains("handler act of process 0"),
+        "{why}"
+    );
+    assert!(r.stats.unique >= 3, "{:?}", r.stats);
+}
