@@ -49,7 +49,8 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
         BitsArg::B64 => FingerprintWidth::Bits64,
         BitsArg::B128 => FingerprintWidth::Bits128,
     });
-    o.check_determinism = args.check_determinism.then_some(true);
+    o.check_determinism = args.check_determinism.map(|_| true);
+    o.determinism_runs = args.check_determinism.map(|n| n as usize);
     o.max_memory = args.max_memory;
     o.random_seeds = args.random_seeds.map(|k| k as usize);
     o.isolate = true;

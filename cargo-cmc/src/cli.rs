@@ -166,9 +166,17 @@ pub(crate) struct CheckArgs {
     /// Bits of each fingerprint the visited set keeps.
     #[arg(long, value_enum, value_name = "BITS")]
     pub(crate) fingerprint_bits: Option<BitsArg>,
-    /// Run every transition twice and report hidden nondeterminism.
-    #[arg(long)]
-    pub(crate) check_determinism: bool,
+    /// Run every transition, guard and invariant N times (2 when N is not
+    /// given) and report hidden nondeterminism.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "2",
+        value_parser = clap::value_parser!(u64).range(2..)
+    )]
+    pub(crate) check_determinism: Option<u64>,
     /// Run each transition that draws randomness (thread_rng, OsRng, a new
     /// HashMap's keys) with K seeds derived from the state and the event,
     /// as up to K successors (default 1: one draw per state and event).

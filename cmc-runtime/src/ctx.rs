@@ -80,7 +80,10 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
     if scrub {
         crate::stack::scrub_stack(depth + GUARD_BYTES);
     }
-    let result = call_user(f);
+    let result = match SHIFT.with(Cell::get) {
+        0 => call_user(f),
+        n => call_shifted(n, f),
+    };
     IN_USER_CODE.with(|c| c.set(false));
     if scrub && !crate::stack::band_is_clean(depth, GUARD_BYTES) {
         // The code went below the scrubbed depth, where older garbage lay:
@@ -113,6 +116,19 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
     }
 }
 
+thread_local! {
+    /// Bytes by which user code's stack starts deeper than usual (the
+    /// determinism check's repeated runs; see [`set_stack_shift`]).
+    static SHIFT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Makes the following user code run from a stack `bytes` deeper than
+/// usual (rounded to 64 bytes, at most 1 KiB): a value taken from a stack
+/// address then differs from one run to the next. 0 restores the usual.
+pub(crate) fn set_stack_shift(bytes: usize) {
+    SHIFT.with(|s| s.set(bytes.min(1024) / 64));
+}
+
 /// Calls user code in a frame of its own. Never inlined: every temporary
 /// of the user's code (a struct built on the stack and moved into the heap,
 /// with its padding) then lives below the frame that scrubbed the stack,
@@ -120,6 +136,18 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
 #[inline(never)]
 fn call_user<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+}
+
+/// [`call_user`] from `units` × 64 bytes deeper on the stack.
+#[inline(never)]
+fn call_shifted<R>(units: usize, f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    if units == 0 {
+        return call_user(f);
+    }
+    let pad = [0u8; 64];
+    let r = call_shifted(units - 1, f);
+    std::hint::black_box(&pad);
+    r
 }
 
 /// Bytes of stack zeroed before a handler or constructor runs, at first

@@ -1795,6 +1795,45 @@ impl<P: Process> Search<'_, '_, P> {
                 return;
             }
         };
+        if e.model.check_determinism {
+            // The guards, evaluated again, must enable the same handlers.
+            for run in 1..e.model.determinism_runs.max(2) {
+                ctx::set_stack_shift(64 * run);
+                let again = e.enabled();
+                ctx::set_stack_shift(0);
+                if again.as_ref().is_ok_and(|a| *a == events) {
+                    continue;
+                }
+                let show = |v: &[Event]| {
+                    v.iter()
+                        .map(|ev| format!("{} of {}", e.handler_name(*ev), e.actor_name(ev.actor)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let message = match &again {
+                    Ok(again) => format!(
+                        "the guards enabled different handlers when evaluated again in the \
+                         same state: first [{}], then [{}]",
+                        show(&events),
+                        show(again)
+                    ),
+                    Err(record) => {
+                        format!("the guards, evaluated again in the same state, panicked: {record}")
+                    }
+                };
+                let steps = e.path(item.node);
+                self.report(
+                    steps,
+                    ViolationRecord {
+                        kind: ViolationKind::Nondeterminism,
+                        property: "guards".into(),
+                        message,
+                        location: None,
+                    },
+                );
+                return;
+            }
+        }
         if events.is_empty() {
             if !e.model.quiescence_ok {
                 let steps = e.path(item.node);
@@ -1865,6 +1904,107 @@ impl<P: Process> Search<'_, '_, P> {
         self.engine.seed_base = None;
     }
 
+    /// Runs a transition again (`Model::determinism_runs` in all, each from
+    /// a stack shifted a little deeper, so that stack addresses differ)
+    /// and compares each successor with `succ`, by the search's own
+    /// identity (bytes may differ where meaning does not: a map's random
+    /// keys); returns what differed, if anything did.
+    #[allow(clippy::too_many_arguments)]
+    fn determinism(
+        e: &mut Engine<'_, P>,
+        item: &Item,
+        event: Event,
+        taken: &[usize],
+        seed: u32,
+        succ: StateId,
+        fp: Fingerprint,
+    ) -> Option<String> {
+        let runs = e.model.determinism_runs.max(2);
+        for run in 1..runs {
+            e.mem.restore(item.state);
+            let globals = e.globals.snapshot();
+            ctx::set_stack_shift(64 * run);
+            let again = e.run(event, taken.to_vec(), seed, false, item.state);
+            ctx::set_stack_shift(0);
+            let written = e.globals.written_since(&globals);
+            let mut cause = Vec::new();
+            let differs = if let Some((m, _)) = &again.panic {
+                cause.push(format!("run {} panicked: {m}", run + 1));
+                true
+            } else if e.mem.take_exhaustion().is_some() {
+                cause.push(format!("run {} ran out of arena memory", run + 1));
+                true
+            } else {
+                let s2 = e.mem.capture();
+                let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
+                if !same && event.actor != ENV {
+                    let second = e.show(event.actor);
+                    e.mem.restore(succ);
+                    let first = e.show(event.actor);
+                    if let (Some(a), Some(b)) = (first, second) {
+                        cause.push(match first_difference(&a, &b) {
+                            Some(d) => format!("its state differs {d}"),
+                            None => "its own state is the same; what it sent or the shared \
+                                     variables differ"
+                                .to_string(),
+                        });
+                    }
+                }
+                e.mem.release(s2);
+                !same
+            };
+            if !differs {
+                continue;
+            }
+            // Other threads of the program write globals too (a test
+            // harness starting threads bumps std's thread-id counter): keep
+            // those that three more runs each write again.
+            let mut written = written;
+            for _ in 0..3 {
+                if written.is_empty() {
+                    break;
+                }
+                e.mem.restore(item.state);
+                let globals = e.globals.snapshot();
+                let _ = e.run(event, taken.to_vec(), seed, false, item.state);
+                let _ = e.mem.take_exhaustion();
+                let again = e.globals.written_since(&globals);
+                written.retain(|w| again.contains(w));
+            }
+            if !written.is_empty() {
+                cause.insert(
+                    0,
+                    format!(
+                        "it wrote {} {}, which no state holds",
+                        if written.len() == 1 {
+                            "the global"
+                        } else {
+                            "the globals"
+                        },
+                        written.join(", ")
+                    ),
+                );
+            } else {
+                cause.push(
+                    "it wrote no global of the program: look for files, sockets, threads, \
+                     clocks, or addresses on the stack"
+                        .to_string(),
+                );
+            }
+            let when = if run == 1 {
+                "when run twice".to_string()
+            } else {
+                format!("on run {} of {runs}", run + 1)
+            };
+            return Some(format!(
+                "{}'s handler gave different successors {when} from the same state: {}",
+                e.actor_name(event.actor),
+                cause.join("; ")
+            ));
+        }
+        None
+    }
+
     /// Runs one transition from `item` and handles its successor; returns
     /// the choices it made as (value, range) and whether it drew
     /// randomness.
@@ -1928,79 +2068,8 @@ impl<P: Process> Search<'_, '_, P> {
             }
         };
         if e.model.check_determinism {
-            // Run it again and compare by the search's own identity (bytes
-            // may differ where meaning does not: a map's random keys).
-            e.mem.restore(item.state);
-            let globals = e.globals.snapshot();
-            let again = e.run(event, outcome.taken.clone(), seed, false, item.state);
-            let written = e.globals.written_since(&globals);
-            let mut cause = Vec::new();
-            let differs = if let Some((m, _)) = &again.panic {
-                cause.push(format!("the second run panicked: {m}"));
-                true
-            } else if e.mem.take_exhaustion().is_some() {
-                cause.push("the second run ran out of arena memory".to_string());
-                true
-            } else {
-                let s2 = e.mem.capture();
-                let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
-                if !same && event.actor != ENV {
-                    let second = e.show(event.actor);
-                    e.mem.restore(succ);
-                    let first = e.show(event.actor);
-                    if let (Some(a), Some(b)) = (first, second) {
-                        cause.push(match first_difference(&a, &b) {
-                            Some(d) => format!("its state differs {d}"),
-                            None => "its own state is the same; what it sent or the shared \
-                                     variables differ"
-                                .to_string(),
-                        });
-                    }
-                }
-                e.mem.release(s2);
-                !same
-            };
-            if differs {
-                // Other threads of the program write globals too (a test
-                // harness starting threads bumps std's thread-id counter):
-                // keep those that three more runs each write again.
-                let mut written = written;
-                for _ in 0..3 {
-                    if written.is_empty() {
-                        break;
-                    }
-                    e.mem.restore(item.state);
-                    let globals = e.globals.snapshot();
-                    let _ = e.run(event, outcome.taken.clone(), seed, false, item.state);
-                    let _ = e.mem.take_exhaustion();
-                    let again = e.globals.written_since(&globals);
-                    written.retain(|w| again.contains(w));
-                }
-                if !written.is_empty() {
-                    cause.insert(
-                        0,
-                        format!(
-                            "it wrote {} {}, which no state holds",
-                            if written.len() == 1 {
-                                "the global"
-                            } else {
-                                "the globals"
-                            },
-                            written.join(", ")
-                        ),
-                    );
-                } else {
-                    cause.push(
-                        "it wrote no global of the program: look for files, sockets or threads"
-                            .to_string(),
-                    );
-                }
-                let message = format!(
-                    "{}'s handler gave different successors when run twice from the same \
-                     state: {}",
-                    e.actor_name(event.actor),
-                    cause.join("; ")
-                );
+            if let Some(message) = Self::determinism(e, item, event, &outcome.taken, seed, succ, fp)
+            {
                 let mut steps = e.path(item.node);
                 steps.push(step);
                 e.mem.release(succ);
@@ -2035,7 +2104,41 @@ impl<P: Process> Search<'_, '_, P> {
             self.stats.generated,
         );
         e.at = node;
-        if let Some(record) = e.check_state() {
+        let verdict = e.check_state();
+        if e.model.check_determinism {
+            // The invariants, evaluated again, must judge the same.
+            for run in 1..e.model.determinism_runs.max(2) {
+                ctx::set_stack_shift(64 * run);
+                let again = e.check_state();
+                ctx::set_stack_shift(0);
+                if again == verdict {
+                    continue;
+                }
+                let say = |v: &Option<ViolationRecord>| {
+                    v.as_ref()
+                        .map_or_else(|| "no violation".to_string(), |r| r.to_string())
+                };
+                let record = ViolationRecord {
+                    kind: ViolationKind::Nondeterminism,
+                    property: verdict
+                        .as_ref()
+                        .or(again.as_ref())
+                        .map_or_else(|| "invariants".to_string(), |r| r.property.clone()),
+                    message: format!(
+                        "the invariants judged the same state differently when evaluated \
+                         again: first {}, then {}",
+                        say(&verdict),
+                        say(&again)
+                    ),
+                    location: None,
+                };
+                e.mem.release(succ);
+                let steps = e.path(node);
+                self.report(steps, record);
+                return (ranges, drew);
+            }
+        }
+        if let Some(record) = verdict {
             e.mem.release(succ);
             let steps = e.path(node);
             self.report(steps, record);

@@ -484,6 +484,7 @@ pub struct Model<P: Process> {
     pub(crate) seed: u64,
     pub(crate) keep_going: bool,
     pub(crate) check_determinism: bool,
+    pub(crate) determinism_runs: usize,
     pub(crate) random_seeds: usize,
     pub(crate) detect_leaks: bool,
     pub(crate) arena: ArenaConfig,
@@ -528,6 +529,7 @@ impl<P: Process> Model<P> {
             seed: 0,
             keep_going: false,
             check_determinism: false,
+            determinism_runs: 2,
             random_seeds: 1,
             detect_leaks: false,
             arena: ArenaConfig::default(),
@@ -663,10 +665,21 @@ impl<P: Process> Model<P> {
         self
     }
 
-    /// Runs every transition twice and reports the first handler whose
-    /// successor differs (hidden nondeterminism).
+    /// Runs every transition twice (see [`Model::determinism_runs`]),
+    /// evaluates every state's guards and invariants twice, and reports
+    /// the first that differs (hidden nondeterminism). The repeated runs
+    /// start from a stack shifted a little deeper, so that code keeping a
+    /// stack address is caught too.
     pub fn check_determinism(mut self, yes: bool) -> Self {
         self.check_determinism = yes;
+        self
+    }
+
+    /// With [`Model::check_determinism`], how many times in all each
+    /// transition, guard and invariant runs (at least 2; more catches
+    /// values that change rarely).
+    pub fn determinism_runs(mut self, runs: usize) -> Self {
+        self.determinism_runs = runs.max(2);
         self
     }
 

@@ -48,6 +48,10 @@ pub struct RunOptions {
     /// The memory budget in bytes (0: none).
     #[serde(default)]
     pub max_memory: Option<u64>,
+    /// Runs of each transition, guard and invariant under the determinism
+    /// check.
+    #[serde(default)]
+    pub determinism_runs: Option<usize>,
 }
 
 impl<P: Process> Model<P> {
@@ -79,6 +83,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(d) = options.check_determinism {
             self.check_determinism = d;
+        }
+        if let Some(n) = options.determinism_runs {
+            self.determinism_runs = n.max(2);
         }
         if let Some(k) = options.random_seeds {
             self = self.random_seeds(k);
