@@ -196,9 +196,10 @@ fn main() {
                     "reported {} {}: {}",
                     v.record.kind, v.record.property, v.record.message
                 )),
-                Some(v) if v.trace.steps.len() != steps => {
-                    Err(format!("a trace of {} steps, not {steps}", v.trace.steps.len()))
-                }
+                Some(v) if v.trace.steps.len() != steps => Err(format!(
+                    "a trace of {} steps, not {steps}",
+                    v.trace.steps.len()
+                )),
                 Some(v) => match model().replay_isolated(&v.trace) {
                     Ok(ReplayOutcome::Reproduced(r))
                         if r.kind == kind && r.property == property =>

@@ -66,8 +66,9 @@ fn count_arena_allocation() {
     ARENA_ALLOCATIONS.with(|c| c.set(c.get().wrapping_add(1)));
 }
 
+/// The arena allocations on this thread go to now, or null.
 #[inline]
-fn current() -> *const ArenaCtl {
+pub(crate) fn current() -> *const ArenaCtl {
     CURRENT.with(Cell::get)
 }
 

@@ -7,8 +7,11 @@
 //! record their range; the engine then advances the script like an odometer
 //! until every combination has run once.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::alloc::Entered;
 use crate::env::Env;
@@ -75,6 +78,9 @@ pub(crate) fn end_run() -> Run {
 /// same every time); nothing whose path varies runs in between.
 pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (String, String)> {
     install_panic_hook();
+    // The record is of this call's panics only (user code may catch a panic
+    // of its own and return normally).
+    PANIC.with(|p| p.borrow_mut().take());
     IN_USER_CODE.with(|c| c.set(true));
     let depth = SCRUB.with(Cell::get);
     if scrub {
@@ -85,6 +91,14 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
         n => call_shifted(n, f),
     };
     IN_USER_CODE.with(|c| c.set(false));
+    // The code may have replaced cmc's panic hook: put it back before
+    // anything else can panic, and while a hook the code installed in its
+    // arena is still live (see `restore_panic_hook`).
+    let hook = if cmc_hook_in_force() {
+        HookCheck::InForce
+    } else {
+        restore_panic_hook(At::End)
+    };
     if scrub && !crate::stack::band_is_clean(depth, GUARD_BYTES) {
         // The code went below the scrubbed depth, where older garbage lay:
         // what it copied from there may differ between runs. Scrub deeper
@@ -101,18 +115,53 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
     }
     match result {
         Ok(r) => Ok(r),
-        Err(payload) => {
-            // The payload may live in the arena that was current: drop it
-            // now, before any restore reuses that memory.
-            drop(payload);
-            let recorded = PANIC.with(|p| p.borrow_mut().take());
-            Err(recorded.unwrap_or_else(|| {
-                (
-                    "panic with a non-string payload".into(),
-                    "unknown location".into(),
-                )
-            }))
+        Err(payload) => Err(caught_panic(payload, hook)),
+    }
+}
+
+/// The message and location of a panic that left user code with `payload`.
+/// `hook` says whether cmc's panic hook was in force when the code returned.
+fn caught_panic(payload: Box<dyn Any + Send>, hook: HookCheck) -> (String, String) {
+    // Everything kept from here on must outlive the arena that was current.
+    let _sys = system_scope();
+    let message = payload_message(&*payload);
+    // The payload may live in the arena that was current: drop it now,
+    // before any restore reuses that memory.
+    drop(payload);
+    match PANIC.with(|p| p.borrow_mut().take()) {
+        // The hook saw this panic (or, for a payload caught and resumed with
+        // `resume_unwind`, the panic that made it).
+        Some((recorded, location)) if recorded == message => (message, location),
+        _ => {
+            // No hook recorded it: `resume_unwind` runs none, and a hook the
+            // code installed in place of cmc's may not forward to it.
+            // Whether cmc's hook is in force tells which.
+            let hook = match hook {
+                HookCheck::InForce => restore_panic_hook(At::Panic),
+                other => other,
+            };
+            let why = match hook {
+                HookCheck::InForce => "std::panic::resume_unwind runs no panic hook",
+                HookCheck::Replaced => {
+                    "cmc's panic hook was replaced (std::panic::set_hook or take_hook)"
+                }
+                HookCheck::Unknown => "no panic hook recorded it",
+            };
+            (message, format!("unknown location: {why}"))
         }
+    }
+}
+
+/// The message a panic payload carries: the `&str` or `String` of `panic!`.
+/// Other payloads (`panic_any`) have no message cmc can show: their type
+/// cannot be named. Allocates the result: call it in a system scope.
+fn payload_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
     }
 }
 
@@ -173,30 +222,258 @@ pub(crate) fn take_deeper() -> bool {
     DEEPER.with(|d| d.replace(false))
 }
 
+// cmc's panic hook.
+//
+// While user code runs, cmc's hook records a panic's message and location
+// (the payload alone has no location) instead of printing it; elsewhere it
+// forwards to the hook the program had installed.
+//
+// User code may replace the hook: a handler, a constructor or a model
+// function that installs a logger or a crash reporter (`set_hook`, perhaps
+// after `take_hook` to forward to the hook it replaces). cmc puts its own
+// hook back as soon as that code returns, and discards the code's hook
+// without ever calling it again:
+// * the hook is process-wide and belongs to no state: left in force after
+//   one branch of the search, it would act in every branch explored after
+//   it, so what a step reports would depend on the order of the search
+//   (and a replay, which runs one branch, could disagree);
+// * installed by a handler, it lives in the process's arena, which the next
+//   restore rolls back: calling it later would run freed memory;
+// * cmc reports a panic of user code itself; a hook adds nothing to that.
+// Within the call that installs it, the code's hook does act (a panic after
+// `set_hook` in the same handler goes to it; cmc then has the payload's
+// message but no location). A hook the program installs outside user code
+// (between two checks, say) is the program's: cmc forwards to it the
+// panics of code that is not user code, as to the hook it found when it
+// first installed its own.
+//
+// Detection is cheap, since `user_code` looks before and after every call:
+// the word of std's hook slot (`std::panicking::HOOK`, found by its symbol)
+// that holds the address of the installed closure, compared with cmc's; and
+// a `Sentinel` that cmc's closure owns, which std drops when the hook is
+// replaced or taken and dropped. Two loads and a compare; only when one of
+// them says the hook changed does cmc call `take_hook`/`set_hook`. Without
+// a symbol table (a stripped binary) only the sentinel is left: a hook that
+// takes cmc's and keeps it, without forwarding to it, is then found only at
+// the next panic of user code that no hook recorded.
+
+/// A hook as `std::panic::set_hook` takes it.
+type PanicHook = dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync + 'static;
+
+/// The state of cmc's hook: [`HOOK_IN_FORCE`] while its current hook has not
+/// been dropped, else 0 (not installed yet) or how it was dropped.
+static HOOK: AtomicU8 = AtomicU8::new(0);
+const HOOK_IN_FORCE: u8 = 1;
+/// cmc's hook was dropped by user code (on the thread that dropped it).
+const HOOK_DROPPED_BY_USER_CODE: u8 = 2;
+/// cmc's hook was dropped by code that was not user code: the program.
+const HOOK_DROPPED_BY_PROGRAM: u8 = 4;
+/// The generation of cmc's current hook: the sentinel of an older one (that
+/// a user's hook held to forward to it) says nothing when it drops.
+static HOOK_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The address of the closure of cmc's current hook, to recognise it in
+/// std's slot and when `take_hook` returns it (the closure is not
+/// zero-sized, so the address is its own).
+static HOOK_ADDRESS: AtomicUsize = AtomicUsize::new(0);
+/// The address of the word of std's hook slot that holds the installed
+/// closure's address, or 0 when the symbol table did not tell.
+static STD_SLOT: AtomicUsize = AtomicUsize::new(0);
+/// Held by the thread restoring the hook. A flag tried, never waited for: a
+/// child forked while another thread held it must not wait forever.
+static RESTORING: AtomicBool = AtomicBool::new(false);
+/// The hook cmc forwards to outside user code. Only touched by the thread
+/// that holds [`RESTORING`] (or runs the first installation).
+static PREVIOUS: Mutex<Option<Arc<Box<PanicHook>>>> = Mutex::new(None);
+
+/// Owned by cmc's hook: std drops it when the hook is replaced, or taken
+/// and dropped.
+struct Sentinel {
+    generation: u64,
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if self.generation != HOOK_GENERATION.load(Ordering::Acquire) {
+            return;
+        }
+        let by = if in_user_code() {
+            HOOK_DROPPED_BY_USER_CODE
+        } else {
+            HOOK_DROPPED_BY_PROGRAM
+        };
+        HOOK.store(by, Ordering::Release);
+    }
+}
+
+/// When cmc looks at the hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    /// Before user code runs: a change since was the program's.
+    Start,
+    /// After user code returned: a change since the start was the code's.
+    End,
+    /// After a panic of user code that no hook recorded.
+    Panic,
+}
+
+/// What is known of cmc's hook after a look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HookCheck {
+    /// It was in force.
+    InForce,
+    /// Something had replaced it; it is back in force now.
+    Replaced,
+    /// Not looked at: another thread is restoring it, or this one panics.
+    Unknown,
+}
+
+/// Whether cmc's current hook is in force, as far as two loads can tell.
+#[inline]
+fn cmc_hook_in_force() -> bool {
+    if HOOK.load(Ordering::Relaxed) != HOOK_IN_FORCE {
+        return false;
+    }
+    let slot = STD_SLOT.load(Ordering::Relaxed);
+    // SAFETY: a nonzero `slot` is an 8-byte aligned word of std's static
+    // hook slot (`find_std_slot`), mapped for the life of the program. The
+    // read is volatile because another thread's `set_hook` may write it
+    // meanwhile; what it then reads differs from cmc's address, and the
+    // slow path looks again under std's lock.
+    slot == 0
+        || unsafe { std::ptr::read_volatile(slot as *const usize) }
+            == HOOK_ADDRESS.load(Ordering::Relaxed)
+}
+
+/// Makes sure cmc's panic hook is in force (installs it the first time).
 pub(crate) fn install_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _sys = system_scope();
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if IN_USER_CODE.with(Cell::get) {
-                let _sys = system_scope();
-                let message = if let Some(s) = info.payload().downcast_ref::<&str>() {
-                    (*s).to_string()
-                } else if let Some(s) = info.payload().downcast_ref::<String>() {
-                    s.clone()
-                } else {
-                    "panic with a non-string payload".to_string()
-                };
-                let location = info
-                    .location()
-                    .map_or_else(|| "unknown location".into(), |l| l.to_string());
-                PANIC.with(|p| *p.borrow_mut() = Some((message, location)));
-            } else {
-                previous(info);
-            }
-        }));
+    if !cmc_hook_in_force() {
+        restore_panic_hook(At::Start);
+    }
+}
+
+/// Puts cmc's panic hook back in force when something replaced it. At
+/// [`At::Panic`] without std's slot, looks even if nothing says so: the
+/// only way left to tell a panic resumed with `resume_unwind` from a hook
+/// that took cmc's and kept it is to take std's hook and look.
+#[cold]
+#[inline(never)]
+fn restore_panic_hook(at: At) -> HookCheck {
+    static FIRST: std::sync::Once = std::sync::Once::new();
+    // `take_hook` and `set_hook` panic on a panicking thread.
+    if std::thread::panicking() {
+        return HookCheck::Unknown;
+    }
+    let here = crate::alloc::current();
+    let _sys = system_scope();
+    FIRST.call_once(|| {
+        set_cmc_hook(Arc::new(std::panic::take_hook()));
+        find_std_slot();
     });
+    let sure = at != At::Panic || STD_SLOT.load(Ordering::Relaxed) != 0;
+    if sure && cmc_hook_in_force() {
+        return HookCheck::InForce;
+    }
+    if RESTORING
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return HookCheck::Unknown;
+    }
+    let state = HOOK.load(Ordering::Acquire);
+    let found = std::panic::take_hook();
+    let address = (&*found as *const PanicHook).cast::<u8>() as usize;
+    let hook = if address == HOOK_ADDRESS.load(Ordering::Relaxed) {
+        // Ours, in force: a panic resumed with `resume_unwind` ran no hook.
+        std::panic::set_hook(found);
+        HookCheck::InForce
+    } else {
+        let arena = crate::arena::find(address);
+        let program = arena.is_none()
+            && (state & HOOK_DROPPED_BY_PROGRAM != 0
+                || (state & HOOK_DROPPED_BY_USER_CODE == 0 && at == At::Start));
+        if program {
+            // The program's own hook: forward to it from now on.
+            set_cmc_hook(Arc::new(found));
+        } else {
+            let previous = PREVIOUS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .expect("cmc's panic hook was installed before it was replaced");
+            set_cmc_hook(previous);
+            // The code that just returned installed this hook: its memory,
+            // system memory or the arena current now, is live, and dropping
+            // it frees it before the successor state is captured. Any other
+            // hook of user code may lie in an arena restored since, or in
+            // another thread's: leak it, unread.
+            let live = arena.is_none_or(|a| std::ptr::eq(a, here));
+            if at == At::End && live {
+                drop(found);
+            } else {
+                std::mem::forget(found);
+            }
+        }
+        HookCheck::Replaced
+    };
+    RESTORING.store(false, Ordering::Release);
+    hook
+}
+
+/// Installs a new cmc hook that forwards to `previous` outside user code.
+/// std holds no hook of cmc's now (it holds its default hook, which
+/// `set_hook` drops). Runs in a system scope, one thread at a time.
+fn set_cmc_hook(previous: Arc<Box<PanicHook>>) {
+    *PREVIOUS.lock().unwrap_or_else(PoisonError::into_inner) = Some(previous.clone());
+    let generation = HOOK_GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
+    let sentinel = Sentinel { generation };
+    let hook: Box<PanicHook> = Box::new(move |info| {
+        let _owned = &sentinel;
+        if in_user_code() {
+            let _sys = system_scope();
+            let message = payload_message(info.payload());
+            let location = info
+                .location()
+                .map_or_else(|| "unknown location".into(), |l| l.to_string());
+            PANIC.with(|p| *p.borrow_mut() = Some((message, location)));
+        } else {
+            previous(info);
+        }
+    });
+    let address = (&*hook as *const PanicHook).cast::<u8>() as usize;
+    HOOK_ADDRESS.store(address, Ordering::Relaxed);
+    std::panic::set_hook(hook);
+    HOOK.store(HOOK_IN_FORCE, Ordering::Release);
+    let slot = STD_SLOT.load(Ordering::Relaxed);
+    // SAFETY: as in `cmc_hook_in_force`.
+    if slot != 0 && unsafe { std::ptr::read_volatile(slot as *const usize) } != address {
+        // std's slot is not laid out as it was (or another thread set a
+        // hook just now): stop reading it, rather than look in vain.
+        STD_SLOT.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Finds the word of std's hook slot that holds the address of cmc's hook,
+/// just installed: `std::panicking::HOOK` (a lock and the hook) in the
+/// executable's symbol table, a word of which must hold the address.
+fn find_std_slot() {
+    let Some((value, size)) = crate::symbols::lookup("std::panicking::HOOK") else {
+        return;
+    };
+    if !(8..=256).contains(&size) {
+        return;
+    }
+    let start = crate::identity::layout::modules().exe_bias as usize + value;
+    let ours = HOOK_ADDRESS.load(Ordering::Relaxed);
+    let words = (start.next_multiple_of(8)..start + size - 7).step_by(8);
+    for word in words {
+        // SAFETY: an 8-byte aligned word inside std's static, at its load
+        // address (the symbol's value and size); volatile as in
+        // `cmc_hook_in_force`.
+        if unsafe { std::ptr::read_volatile(word as *const usize) } == ours {
+            STD_SLOT.store(word, Ordering::Relaxed);
+            return;
+        }
+    }
 }
 
 /// Runs `f` on the current run, or panics at the caller's line when no

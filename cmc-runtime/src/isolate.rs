@@ -485,10 +485,10 @@ pub(crate) fn run_in_child(
     work: impl FnOnce() -> String,
 ) -> std::io::Result<ChildEnd> {
     // What the child reads once and caches (the modules and symbols, the
-    // control of randomness, cmc's own globals) is set up here first: a
-    // one-time initialization another thread was in the middle of at the
-    // fork would never finish in the child, which would wait for it
-    // forever.
+    // control of randomness, cmc's own globals, its panic hook) is set up
+    // here first: a one-time initialization another thread was in the
+    // middle of at the fork would never finish in the child, which would
+    // wait for it forever.
     crate::identity::layout::modules();
     crate::identity::layout::exe_tls_block();
     crate::identity::layout::thread_stack();
@@ -498,6 +498,7 @@ pub(crate) fn run_in_child(
     crate::identity::clock::real();
     crate::symbols::own_globals();
     crate::harness::protocol_fd();
+    crate::ctx::install_panic_hook();
     let log = CrashLog::new()?;
     let mut err_pipe = [0; 2];
     let mut out_pipe = [0; 2];

@@ -79,7 +79,8 @@ pub(crate) fn symbol_at(value: usize, tls: bool) -> Option<(String, usize)> {
 pub(crate) fn lookup(path: &str) -> Option<(usize, usize)> {
     let mut found = None;
     symbols(1, |name, start, len| {
-        if name.starts_with(b"_ZN") && demangle(&String::from_utf8_lossy(name)) == path {
+        let rust = name.starts_with(b"_ZN") || name.starts_with(b"_R");
+        if rust && demangle(&String::from_utf8_lossy(name)) == path {
             found = Some((start, len));
             false
         } else {

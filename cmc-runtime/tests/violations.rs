@@ -39,6 +39,10 @@ enum Kind {
     ThreadRng,
     OsRng,
     FileRead,
+    ResumeUnwind,
+    Reraise,
+    PanicAny,
+    DoublePanic,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -106,6 +110,20 @@ impl Bad {
                     .unwrap();
                 self.data = vec![u64::from_le_bytes(bytes)];
             }
+            Kind::ResumeUnwind => {
+                std::panic::resume_unwind(Box::new(String::from("resumed: bad state")))
+            }
+            Kind::Reraise => {
+                let caught = std::panic::catch_unwind(|| panic!("caught and raised again"));
+                if let Err(payload) = caught {
+                    std::panic::resume_unwind(payload);
+                }
+            }
+            Kind::PanicAny => std::panic::panic_any(42u32),
+            Kind::DoublePanic => {
+                let _bomb = PanicsOnDrop;
+                panic!("first panic at step {}", self.steps);
+            }
             _ => {}
         }
     }
@@ -115,6 +133,16 @@ impl Bad {
             panic!("the guard cannot decide");
         }
         !(self.kind == Kind::Deadlock && self.steps == 2) && self.steps < 3
+    }
+}
+
+/// A value whose drop panics: dropped while another panic unwinds, it makes
+/// the second panic that aborts the process.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("a drop panicked while unwinding");
     }
 }
 
@@ -398,7 +426,7 @@ fn nondeterministic(kind: Kind) {
     // The cause: the global it wrote, or none, and the field that differs.
     let wrote = match kind {
         Kind::StaticCounter => "it wrote the global `violations::COUNTER`, which no state holds",
-        _ => "it wrote no global of the program: look for files, sockets or threads",
+        _ => "it wrote no global of the program: look for files, sockets, threads",
     };
     assert!(
         v.record.message.contains(wrote),
@@ -481,4 +509,59 @@ fn a_file_read_is_hidden_nondeterminism() {
 #[test]
 fn a_static_counter_is_hidden_nondeterminism() {
     nondeterministic(Kind::StaticCounter);
+}
+
+#[test]
+fn a_panic_resumed_with_resume_unwind_is_reported_with_its_message() {
+    let r = expect(Kind::ResumeUnwind, ViolationKind::Panic, 2, false);
+    let v = &r.violations[0].record;
+    assert_eq!(v.property, "act");
+    assert_eq!(v.message, "process 0: resumed: bad state");
+    assert_eq!(
+        v.location.as_deref(),
+        Some("unknown location: std::panic::resume_unwind runs no panic hook"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_caught_panic_raised_again_is_reported_at_its_line() {
+    let r = expect(Kind::Reraise, ViolationKind::Panic, 2, false);
+    let v = &r.violations[0].record;
+    assert_eq!(v.property, "act");
+    assert_eq!(v.message, "process 0: caught and raised again");
+    assert!(here(v.location.as_deref().unwrap()), "{v:?}");
+}
+
+#[test]
+fn a_panic_with_a_non_string_payload_is_reported_at_its_line() {
+    let r = expect(Kind::PanicAny, ViolationKind::Panic, 2, false);
+    let v = &r.violations[0].record;
+    assert_eq!(v.property, "act");
+    assert_eq!(v.message, "process 0: panic with a non-string payload");
+    assert!(
+        v.location
+            .as_deref()
+            .unwrap()
+            .starts_with("cmc-runtime/tests/violations.rs:"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_panic_while_panicking_is_a_crash() {
+    let r = expect(Kind::DoublePanic, ViolationKind::Crash, 2, true);
+    let v = &r.violations[0].record;
+    assert_eq!(v.property, "act");
+    assert!(
+        v.message
+            .starts_with("handler act of process 0 crashed: killed by SIGABRT"),
+        "{}",
+        v.message
+    );
+}
+
+/// Whether `location` is a line of this file.
+fn here(location: &str) -> bool {
+    location.starts_with("cmc-runtime/tests/violations.rs:")
 }
