@@ -3,8 +3,10 @@
 //!
 //! While the checking thread runs a process's code it has a *current arena*
 //! (a thread-local pointer set by [`Entered`]); every allocation on that thread
-//! goes there. Everywhere else (the checker, other threads, progress output)
-//! the current arena is null and allocations go to the system allocator.
+//! goes there. A thread that the process's code starts allocates where its
+//! creator did while it runs its closure (see `crate::threads`). Everywhere
+//! else (the checker, other threads, progress output) the current arena is
+//! null and allocations go to the system allocator.
 //! Frees and reallocations are routed by address, whatever arena is current,
 //! so an object of arena A freed while B is current returns to A.
 
@@ -70,6 +72,28 @@ fn count_arena_allocation() {
 #[inline]
 pub(crate) fn current() -> *const ArenaCtl {
     CURRENT.with(Cell::get)
+}
+
+/// The arena allocations on this thread go to now, or null.
+pub(crate) fn current_arena() -> *const ArenaCtl {
+    current()
+}
+
+/// Sends this thread's allocations to `ctl` (null: the system allocator)
+/// from now on, without a guard: for a thread that user code started,
+/// whose closure allocates where its creator did (`crate::threads`).
+///
+/// # Safety
+/// `ctl` is null, or registered and alive whenever this thread allocates.
+pub(crate) unsafe fn adopt(ctl: *const ArenaCtl) {
+    CURRENT.with(|c| c.set(ctl));
+}
+
+/// Counts the arena allocations of a thread this thread's user code just
+/// started as this thread's: a global that thread initializes is then
+/// scanned for like one the handler initializes (`crate::globals`).
+pub(crate) fn count_other_thread() {
+    count_arena_allocation();
 }
 
 /// The global allocator of a checking binary.

@@ -152,6 +152,16 @@ struct Outcome {
     global_error: Option<String>,
     /// A replayed choice out of its range (see `ctx::Run::misfit`).
     misfit: Option<String>,
+    /// A thread the handler started that outlived it (see
+    /// [`crate::threads`]): the search cannot go on.
+    thread_error: Option<String>,
+}
+
+impl Outcome {
+    /// Whether the run gave no successor: a panic, or a thread left behind.
+    fn cut_short(&self) -> bool {
+        self.panic.is_some() || self.thread_error.is_some()
+    }
 }
 
 struct Item {
@@ -633,6 +643,7 @@ fn prewarm() {
     let _ = std::thread::current();
     let _ = rand::thread_rng().gen::<u64>();
     let _ = crate::identity::layout::modules();
+    crate::threads::warm();
     ctx::install_panic_hook();
 }
 
@@ -648,7 +659,10 @@ fn prewarm() {
 /// (`crate::globals`) and leave holes and stale words, which the canonical
 /// heap and the seeds of random draws would see. A constructor that panics
 /// here panics again when the processes are built, and is reported then.
-fn warm_up<P: Process>(model: &Model<P>) {
+///
+/// A constructor that leaves a thread running is reported here, before it
+/// runs in an arena.
+fn warm_up<P: Process>(model: &Model<P>) -> Result<(), ViolationRecord> {
     let _sys = system_scope();
     for i in 0..model.count {
         if crate::identity::random::enabled() {
@@ -656,9 +670,37 @@ fn warm_up<P: Process>(model: &Model<P>) {
         }
         isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
         let _ = user_code(true, || drop((model.init)(i)));
+        constructor_threads(Some(i))?;
     }
     isolate::phase(isolate::IN_SETUP, 0, u64::MAX, 0, 0);
     let _ = user_code(true, || drop(P::Shared::default()));
+    constructor_threads(None)
+}
+
+/// The violation of a constructor (of process `i`, or of the shared
+/// variables) that left a thread behind (see [`crate::threads`]).
+fn constructor_threads(i: Option<usize>) -> Result<(), ViolationRecord> {
+    let Some(left) = crate::threads::after_user_code() else {
+        return Ok(());
+    };
+    // The shared variables are built with the environment's arena current.
+    let _sys = system_scope();
+    let (property, who) = match i {
+        Some(i) => (
+            format!("initialisation of process {i}"),
+            format!("the constructor of process {i}"),
+        ),
+        None => (
+            "initialisation of the shared variables".to_string(),
+            "the constructor of the shared variables".to_string(),
+        ),
+    };
+    Err(ViolationRecord {
+        kind: ViolationKind::ModelError,
+        property,
+        message: left.message(&who, "constructor"),
+        location: None,
+    })
 }
 
 impl<'m, P: Process> Engine<'m, P> {
@@ -666,7 +708,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// type's best source (the model's own, or a trace's).
     fn new(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Result<Self, SetupFailure> {
         prewarm();
-        warm_up(model);
+        warm_up(model).map_err(SetupFailure::Violation)?;
         if model.count == 0 {
             return Err(SetupFailure::Error(CheckError::Model(
                 "a model needs at least one process".into(),
@@ -704,6 +746,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 let _in = mem.enter(arena);
                 user_code(true, || Box::into_raw(Box::new((model.init)(i))))
             };
+            constructor_threads(Some(i)).map_err(SetupFailure::Violation)?;
             match built {
                 Ok(root) => roots.push(root),
                 Err((message, location)) => {
@@ -726,7 +769,10 @@ impl<'m, P: Process> Engine<'m, P> {
                     message_key::<P>(),
                 )))
             }) {
-                Ok(env) => env,
+                Ok(env) => {
+                    constructor_threads(None).map_err(SetupFailure::Violation)?;
+                    env
+                }
                 Err((message, location)) => {
                     return Err(SetupFailure::Violation(ViolationRecord {
                         kind: ViolationKind::Panic,
@@ -955,7 +1001,7 @@ impl<'m, P: Process> Engine<'m, P> {
             ctx::take_deeper();
             let outcome = self.run_once(e, script.clone(), seed, describe, pre);
             attempts += 1;
-            if attempts == 8 || outcome.global_error.is_some() {
+            if attempts == 8 || outcome.global_error.is_some() || outcome.thread_error.is_some() {
                 break outcome;
             }
             if ctx::take_deeper() {
@@ -1041,6 +1087,9 @@ impl<'m, P: Process> Engine<'m, P> {
             // handler has the only reference to it.
             user_code(true, || body(unsafe { &mut *root }, &mut ctx)).err()
         };
+        let (handler, actor) = (self.handler_name(e), self.actor_name_lazy(e.actor));
+        let thread_error = crate::threads::after_user_code()
+            .map(|left| left.message(&format!("handler `{handler}` of {}", actor()), "handler"));
         let run = end_run();
         let owned = || -> Vec<(ArenaId, usize)> {
             self.arenas
@@ -1050,7 +1099,6 @@ impl<'m, P: Process> Engine<'m, P> {
                 .chain([(self.env_arena, self.env as usize)])
                 .collect()
         };
-        let (handler, actor) = (self.handler_name(e), self.actor_name_lazy(e.actor));
         let who = || format!("{handler} of {}", actor());
         let global_error = self.globals.after_user_code(&self.mem, &owned, &who).err();
         let drew = self.model.random_seeds > 1 && crate::identity::random::drew();
@@ -1064,6 +1112,7 @@ impl<'m, P: Process> Engine<'m, P> {
             delivered: run.delivered,
             sent: run.sent,
             global_error,
+            thread_error,
         }
     }
 
@@ -1407,7 +1456,7 @@ impl<'m, P: Process> Engine<'m, P> {
             let before = self.show(step.event.actor);
             let outcome = self.run_described(step.event, step.choices.clone(), step.seed, pre);
             let (fingerprint, after) =
-                if outcome.panic.is_some() || self.mem.take_exhaustion().is_some() {
+                if outcome.cut_short() || self.mem.take_exhaustion().is_some() {
                     last_failed = true;
                     (String::new(), None)
                 } else {
@@ -1640,11 +1689,14 @@ struct Search<'e, 'm, P: Process> {
     last_progress: Instant,
     /// An error that ends the search without a result.
     fatal: Option<CheckError>,
+    /// Set by a violation after which the search cannot go on, even with
+    /// keep-going: a thread of user code outlived its handler.
+    halted: bool,
 }
 
 impl<P: Process> Search<'_, '_, P> {
     fn stop_requested(&mut self) -> bool {
-        if self.fatal.is_some() {
+        if self.fatal.is_some() || self.halted {
             return true;
         }
         if let Some(signal) = isolate::stop_signal() {
@@ -1918,7 +1970,7 @@ impl<P: Process> Search<'_, '_, P> {
         seed: u32,
         succ: StateId,
         fp: Fingerprint,
-    ) -> Option<String> {
+    ) -> Option<Result<String, String>> {
         let runs = e.model.determinism_runs.max(2);
         for run in 1..runs {
             e.mem.restore(item.state);
@@ -1926,7 +1978,12 @@ impl<P: Process> Search<'_, '_, P> {
             ctx::set_stack_shift(64 * run);
             let again = e.run(event, taken.to_vec(), seed, false, item.state);
             ctx::set_stack_shift(0);
-            let written = e.globals.written_since(&globals);
+            // Named only if the runs differ: a thread the handler starts
+            // writes std's globals in every run.
+            let written = e.globals.words_written_since(&globals);
+            if let Some(m) = again.thread_error {
+                return Some(Err(m));
+            }
             let mut cause = Vec::new();
             let differs = if let Some((m, _)) = &again.panic {
                 cause.push(format!("run {} panicked: {m}", run + 1));
@@ -1959,7 +2016,7 @@ impl<P: Process> Search<'_, '_, P> {
             // Other threads of the program write globals too (a test
             // harness starting threads bumps std's thread-id counter): keep
             // those that three more runs each write again.
-            let mut written = written;
+            let mut written = e.globals.names(&written);
             for _ in 0..3 {
                 if written.is_empty() {
                     break;
@@ -1996,11 +2053,11 @@ impl<P: Process> Search<'_, '_, P> {
             } else {
                 format!("on run {} of {runs}", run + 1)
             };
-            return Some(format!(
+            return Some(Ok(format!(
                 "{}'s handler gave different successors {when} from the same state: {}",
                 e.actor_name(event.actor),
                 cause.join("; ")
-            ));
+            )));
         }
         None
     }
@@ -2036,7 +2093,12 @@ impl<P: Process> Search<'_, '_, P> {
             message,
             location,
         };
-        let violation = if let Some((message, location)) = outcome.panic {
+        let violation = if let Some(m) = outcome.thread_error {
+            // The thread still runs (or may): no state of this process can
+            // be trusted from here on, whatever keep-going says.
+            self.halted = true;
+            Some(fail(ViolationKind::ModelError, m, None))
+        } else if let Some((message, location)) = outcome.panic {
             Some(fail(
                 ViolationKind::Panic,
                 format!("{}: {message}", e.actor_name(event.actor)),
@@ -2068,13 +2130,25 @@ impl<P: Process> Search<'_, '_, P> {
             }
         };
         if e.model.check_determinism {
-            if let Some(message) = Self::determinism(e, item, event, &outcome.taken, seed, succ, fp)
-            {
-                let mut steps = e.path(item.node);
-                steps.push(step);
-                e.mem.release(succ);
-                self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
-                return (ranges, drew);
+            match Self::determinism(e, item, event, &outcome.taken, seed, succ, fp) {
+                None => {}
+                Some(Err(thread)) => {
+                    // Only a later run left a thread behind: report that,
+                    // it stops the search.
+                    e.mem.release(succ);
+                    let mut steps = e.path(item.node);
+                    steps.push(step);
+                    self.halted = true;
+                    self.report(steps, fail(ViolationKind::ModelError, thread, None));
+                    return (ranges, drew);
+                }
+                Some(Ok(message)) => {
+                    let mut steps = e.path(item.node);
+                    steps.push(step);
+                    e.mem.release(succ);
+                    self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
+                    return (ranges, drew);
+                }
             }
             e.mem.restore(succ);
         }
@@ -2213,6 +2287,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         start,
         last_progress: start,
         fatal: None,
+        halted: false,
         engine: &mut engine,
     };
     search.run();
@@ -2441,7 +2516,14 @@ pub(crate) fn replay<P: Process>(
         if let Some(m) = outcome.misfit.clone() {
             return misfit(format!("{name} of {} at step {}: {m}", step.actor, k + 1));
         }
-        let failure = if let Some((message, location)) = outcome.panic.clone() {
+        let failure = if let Some(m) = outcome.thread_error.clone() {
+            Some(ViolationRecord {
+                kind: ViolationKind::ModelError,
+                property: name.clone(),
+                message: m,
+                location: None,
+            })
+        } else if let Some((message, location)) = outcome.panic.clone() {
             Some(ViolationRecord {
                 kind: ViolationKind::Panic,
                 property: name.clone(),

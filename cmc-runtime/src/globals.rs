@@ -395,24 +395,40 @@ impl Globals {
     /// The globals whose words differ from `before` (a [`Self::snapshot`]),
     /// by name, except the words cmc itself sets before each transition.
     pub(crate) fn written_since(&self, before: &[usize]) -> Vec<String> {
+        self.names(&self.words_written_since(before))
+    }
+
+    /// The addresses of the words [`Self::written_since`] names: cheap, for
+    /// a check that names them only when it reports (naming reads the
+    /// symbol table).
+    pub(crate) fn words_written_since(&self, before: &[usize]) -> Vec<usize> {
         let controlled = crate::identity::random::controlled_words();
-        let mut names: Vec<String> = Vec::new();
+        let mut words = Vec::new();
         let mut k = 0;
         for &(start, end) in &self.ranges {
             for w in (start..end).step_by(8) {
                 // SAFETY: as in `snapshot`.
                 let now = unsafe { std::ptr::read_volatile(w as *const usize) };
                 if before.get(k).is_some_and(|&b| b != now) && !controlled.contains(&w) {
-                    let name = self.name(w);
-                    let name = match name.find("` (+") {
-                        Some(i) => name[..=i].to_string(),
-                        None => name,
-                    };
-                    if !names.contains(&name) {
-                        names.push(name);
-                    }
+                    words.push(w);
                 }
                 k += 1;
+            }
+        }
+        words
+    }
+
+    /// The globals `words` belong to, by name, each once.
+    pub(crate) fn names(&self, words: &[usize]) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for &w in words {
+            let name = self.name(w);
+            let name = match name.find("` (+") {
+                Some(i) => name[..=i].to_string(),
+                None => name,
+            };
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
         names

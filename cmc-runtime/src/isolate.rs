@@ -496,6 +496,7 @@ pub(crate) fn run_in_child(
     crate::identity::random::warm();
     crate::identity::entropy::warm();
     crate::identity::clock::real();
+    crate::threads::warm();
     crate::symbols::own_globals();
     crate::harness::protocol_fd();
     crate::ctx::install_panic_hook();
@@ -548,6 +549,7 @@ pub(crate) fn run_in_child(
                 close(RESULT_FD + 1, u32::MAX);
             }
         }
+        crate::threads::after_fork_in_child();
         LOG.with(|l| l.set(&log));
         let text = work();
         LOG.with(|l| l.set(std::ptr::null()));

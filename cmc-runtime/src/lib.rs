@@ -32,6 +32,7 @@ mod stack;
 mod store;
 mod symbols;
 mod sys;
+mod threads;
 mod trace;
 mod tracking;
 pub mod visited;

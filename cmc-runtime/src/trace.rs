@@ -31,7 +31,8 @@ pub enum ViolationKind {
     Leak,
     /// The same transition from the same state gave different successors.
     Nondeterminism,
-    /// The environment's own rules were broken (the network bound).
+    /// The model broke a rule of the environment's (the network bound) or
+    /// of cmc's (a thread of a handler still running when it returned).
     ModelError,
 }
 
