@@ -20,19 +20,23 @@ use std::time::{Duration, Instant};
 /// * `[0]` the magic word, `[1]` the length of the current record, then
 ///   `CURRENT` words: what the child is doing right now (the node it
 ///   expands and the step it runs, or the replay step);
-/// * the node count, then `NODES` records of three words (parent, actor,
+/// * the node count, then room for records of three words (parent, actor,
 ///   handler and choice count packed, offset of the choices): a mirror of the
 ///   search tree, appended once per stored state;
-/// * the choice count, then `CHOICES` words of choice values.
+/// * the choice count, then room for the choice values.
 ///
 /// The mapping is shared, anonymous and not reserved: only the pages
 /// written cost memory. Recording is O(1) per state and per transition.
 const CURRENT: usize = 1 << 12;
-/// Room for 2^27 stored states and 2^29 choice values: 7 GiB of address
+/// Room for 2^29 stored states and 2^31 choice values: 28 GiB of address
 /// space, of which only the pages written cost memory (a search that
 /// stores more states than its machine's memory holds never gets there).
-const NODES: usize = 1 << 27;
-const CHOICES: usize = 1 << 29;
+/// Where the system refuses that much (strict overcommit), smaller logs
+/// are tried, down to 2^24 states.
+const NODES_MAX: usize = 1 << 29;
+const NODES_MIN: usize = 1 << 24;
+/// Choice values per node the log has room for.
+const CHOICES_PER_NODE: usize = 4;
 /// The status block: what the child is doing (its phase, see [`phase`]),
 /// a heartbeat, and its statistics, which the parent reads while it runs
 /// and after it ended however it ended.
@@ -47,14 +51,14 @@ const STAT_GENERATED: usize = STATUS_AT + 9;
 const STAT_FULL: usize = STATUS_AT + 10;
 const NODE_COUNT_AT: usize = STATUS_AT + STATUS;
 const NODES_AT: usize = NODE_COUNT_AT + 1;
-const CHOICE_COUNT_AT: usize = NODES_AT + 3 * NODES;
-const CHOICES_AT: usize = CHOICE_COUNT_AT + 1;
-const LOG_WORDS: usize = CHOICES_AT + CHOICES;
 const MAGIC: u64 = 0x636d_635f_6c6f_6721;
 
 /// The shared crash log.
 pub(crate) struct CrashLog {
     words: *mut AtomicU64,
+    /// Room for this many nodes and choice values.
+    nodes: usize,
+    choices: usize,
 }
 
 thread_local! {
@@ -64,28 +68,52 @@ thread_local! {
 
 impl CrashLog {
     fn new() -> std::io::Result<CrashLog> {
-        let len = LOG_WORDS * 8;
-        // SAFETY: an anonymous shared mapping of our own; it stays mapped
-        // until `drop`.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
+        let mut nodes = NODES_MAX;
+        loop {
+            let choices = nodes * CHOICES_PER_NODE;
+            let len = Self::words_for(nodes, choices) * 8;
+            // SAFETY: an anonymous shared mapping of our own; it stays
+            // mapped until `drop`.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                return Ok(CrashLog {
+                    words: p.cast(),
+                    nodes,
+                    choices,
+                });
+            }
+            if nodes <= NODES_MIN {
+                return Err(std::io::Error::last_os_error());
+            }
+            nodes /= 8;
         }
-        Ok(CrashLog { words: p.cast() })
+    }
+
+    fn words_for(nodes: usize, choices: usize) -> usize {
+        NODES_AT + 3 * nodes + 1 + choices
+    }
+
+    fn choice_count_at(&self) -> usize {
+        NODES_AT + 3 * self.nodes
+    }
+
+    fn choices_at(&self) -> usize {
+        self.choice_count_at() + 1
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {
-        assert!(i < LOG_WORDS, "crash log index {i} out of bounds");
-        // SAFETY: the mapping holds LOG_WORDS zero-initialised words, and
+        let len = Self::words_for(self.nodes, self.choices);
+        assert!(i < len, "crash log index {i} out of bounds");
+        // SAFETY: the mapping holds `len` zero-initialised words, and
         // AtomicU64 has the layout of u64.
         unsafe { &*self.words.add(i) }
     }
@@ -123,13 +151,16 @@ impl CrashLog {
         choices: &[usize],
     ) -> bool {
         let id = self.word(NODE_COUNT_AT).load(Ordering::Relaxed) as usize;
-        let at = self.word(CHOICE_COUNT_AT).load(Ordering::Relaxed) as usize;
-        if id >= NODES || at + choices.len() > CHOICES || choices.len() > u32::MAX as usize {
+        let at = self.word(self.choice_count_at()).load(Ordering::Relaxed) as usize;
+        if id >= self.nodes
+            || at + choices.len() > self.choices
+            || choices.len() > u32::MAX as usize
+        {
             self.word(STAT_FULL).store(1, Ordering::Relaxed);
             return false;
         }
         for (k, &c) in choices.iter().enumerate() {
-            self.word(CHOICES_AT + at + k)
+            self.word(self.choices_at() + at + k)
                 .store(c as u64, Ordering::Relaxed);
         }
         let base = NODES_AT + 3 * id;
@@ -141,10 +172,10 @@ impl CrashLog {
             (u64::from(handler) << 32) | choices.len() as u64,
             Ordering::Relaxed,
         );
-        // `at` is below CHOICES, far below 2^32.
+        // `at` is below the choices' room, below 2^32.
         self.word(base + 2)
             .store((u64::from(seed) << 32) | at as u64, Ordering::Relaxed);
-        self.word(CHOICE_COUNT_AT)
+        self.word(self.choice_count_at())
             .store((at + choices.len()) as u64, Ordering::Release);
         self.word(NODE_COUNT_AT)
             .store(id as u64 + 1, Ordering::Release);
@@ -171,7 +202,10 @@ impl CrashLog {
             }
             let n = (w1 & 0xffff_ffff) as usize;
             let choices = (0..n)
-                .map(|k| self.word(CHOICES_AT + at + k).load(Ordering::Relaxed))
+                .map(|k| {
+                    self.word(self.choices_at() + at + k)
+                        .load(Ordering::Relaxed)
+                })
                 .collect();
             steps.push(LoggedStep {
                 actor: w0 as u32,
@@ -342,7 +376,12 @@ pub(crate) struct LoggedStep {
 impl Drop for CrashLog {
     fn drop(&mut self) {
         // SAFETY: the mapping is ours and no reference into it survives.
-        unsafe { libc::munmap(self.words.cast(), LOG_WORDS * 8) };
+        unsafe {
+            libc::munmap(
+                self.words.cast(),
+                Self::words_for(self.nodes, self.choices) * 8,
+            )
+        };
     }
 }
 
