@@ -1263,6 +1263,75 @@ fn misbehaving_user_code_is_reported_and_the_other_models_still_run() {
 }
 
 #[test]
+fn crashes_outside_handlers_and_panic_tricks_are_pinned_on_their_code() {
+    // resume_unwind, a hook the model installs, a crash in a guard, in an
+    // invariant, in a constructor, and memory grown without bound: each a
+    // violation naming its code, with the statistics, and each trace
+    // replays; no process is left behind.
+    let dir = fixture("misbehaving");
+    let models = [
+        ("resumes", "panic violated: tick: process 0: resumed at three"),
+        ("hooks", "panic violated: tick: process 0: panicked after installing a hook"),
+        (
+            "guard_crashes",
+            "crash violated: guard of tick: the guard of tick in process 0 crashed: killed by SIGSEGV",
+        ),
+        (
+            "invariant_crashes",
+            "crash violated: modest: invariant modest of process 0 crashed: killed by SIGSEGV",
+        ),
+        (
+            "constructor_crashes",
+            "crash violated: initialisation of process 1: the constructor of process 1 crashed",
+        ),
+        (
+            "hoards",
+            "arena_exhausted violated: tick: process 0's arena exceeded 256 MiB",
+        ),
+    ];
+    let mut args = vec!["check", "--strategy", "bfs"];
+    for (m, _) in &models {
+        args.extend(["--model", m]);
+    }
+    let out = run(&dir, &args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    for (model, expected) in models {
+        let path = format!("fixture_misbehaving::{model}");
+        assert!(
+            stdout.contains(&format!("violation in {path}: {expected}")),
+            "{model}: {stdout}"
+        );
+        assert!(
+            stdout.lines().any(|l| summary_re(l, &path, "violation")),
+            "{model}: {stdout}"
+        );
+        let command = replay_commands(&stdout)
+            .into_iter()
+            .find(|c| c.contains(&format!("fixture_misbehaving__{model}--")))
+            .expect("a replay command");
+        let out = paste(&dir, &command);
+        let replayed = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{model}: {replayed}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            replayed.contains("the violation reproduces"),
+            "{model}: {replayed}"
+        );
+    }
+    for (model, _) in models {
+        assert!(
+            !process_alive(&format!("fixture_misbehaving::{model}")),
+            "a process checking {model} was left running"
+        );
+    }
+}
+
+#[test]
 fn bad_limits_are_clear_errors() {
     for (args, expected) in [
         (
@@ -1321,7 +1390,12 @@ fn interrupted_check(signal: i32, extra: &[&str]) -> Output {
         all
     });
     let started = rx.recv_timeout(std::time::Duration::from_secs(300)).is_ok();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // At a moment of its run that differs from one test run to the next.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(nanos % 1500)));
     // SAFETY: signals our own child process.
     unsafe { libc::kill(pid, signal) };
     let mut out = child.wait_with_output().unwrap();
