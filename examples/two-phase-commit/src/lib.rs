@@ -384,3 +384,15 @@ pub fn two_phase_commit_5() -> Model<Manager> {
 pub fn two_phase_commit_6() -> Model<Manager> {
     two_phase_commit(6)
 }
+
+/// Seven RMs: for the comparison with stateright (`benches/vs-stateright`).
+#[cmc::model]
+pub fn two_phase_commit_7() -> Model<Manager> {
+    two_phase_commit(7)
+}
+
+/// Eight RMs: for the comparison with stateright.
+#[cmc::model]
+pub fn two_phase_commit_8() -> Model<Manager> {
+    two_phase_commit(8)
+}
