@@ -160,14 +160,16 @@ fn cpu(who: i32) -> Duration {
 fn stateright(rms: usize, bfs: bool) -> (Duration, usize) {
     let before = cpu(libc::RUSAGE_SELF);
     let builder = TwoPhase { rms }.checker().threads(1);
-    let checker = if bfs {
-        builder.spawn_bfs().join()
+    let unique = if bfs {
+        let checker = builder.spawn_bfs().join();
+        checker.assert_properties();
+        checker.unique_state_count()
     } else {
-        builder.spawn_dfs().join()
+        let checker = builder.spawn_dfs().join();
+        checker.assert_properties();
+        checker.unique_state_count()
     };
-    let took = cpu(libc::RUSAGE_SELF) - before;
-    checker.assert_properties();
-    (took, checker.unique_state_count())
+    (cpu(libc::RUSAGE_SELF) - before, unique)
 }
 
 fn example() -> PathBuf {
