@@ -205,6 +205,11 @@ impl ArenaCtl {
     }
 
     pub(crate) fn take_exhausted(&self) -> Option<ArenaExhausted> {
+        // A plain load first: the swap is a locked instruction, and this
+        // runs for every arena after every transition.
+        if self.exhausted.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
         match self.exhausted.swap(0, Ordering::Relaxed) {
             0 => None,
             request => Some(ArenaExhausted {

@@ -909,6 +909,7 @@ impl<'m, P: Process> Engine<'m, P> {
         let env = self.env();
         let _sys = system_scope();
         let mut events = Vec::new();
+        isolate::phase(isolate::IN_GUARD, self.at, 0, 0, 0);
         for p in 0..self.roots.len() {
             for (h, handler) in self.handlers.iter().enumerate() {
                 let on = match handler.trigger {
@@ -922,7 +923,7 @@ impl<'m, P: Process> Engine<'m, P> {
                         };
                         // SAFETY: a live root of the loaded state.
                         let proc = unsafe { &*self.roots[p] };
-                        isolate::phase(isolate::IN_GUARD, self.at, p as u64, h as u64, 0);
+                        isolate::phase_args(p as u64, h as u64);
                         user_code(false, || guard(proc, &view)).map_err(|(message, location)| {
                             ViolationRecord {
                                 kind: ViolationKind::Panic,
@@ -1927,23 +1928,17 @@ impl<P: Process> Search<'_, '_, P> {
                         return;
                     }
                     self.engine.mem.restore(item.state);
-                    isolate::record(|| {
-                        let actor = if event.actor == ENV {
+                    isolate::record_checking(
+                        item.node,
+                        if event.actor == ENV {
                             u64::MAX
                         } else {
                             event.actor as u64
-                        };
-                        let mut w = vec![
-                            isolate::CHECKING,
-                            u64::from(item.node),
-                            actor,
-                            event.handler as u64,
-                            u64::from(seed),
-                        ];
-                        w.push(script.len() as u64);
-                        w.extend(script.iter().map(|&c| c as u64));
-                        w
-                    });
+                        },
+                        event.handler as u64,
+                        seed,
+                        &script,
+                    );
                     let (ranges, drew_now) = self.transition(item, event, script, seed);
                     drew |= drew_now;
                     match next_script(&ranges) {

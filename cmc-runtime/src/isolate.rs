@@ -120,13 +120,31 @@ impl CrashLog {
 
     /// Replaces the current record.
     fn write(&self, data: &[u64]) {
-        let n = data.len().min(CURRENT);
-        self.word(1).store(0, Ordering::Release);
-        for (i, &w) in data[..n].iter().enumerate() {
-            self.word(2 + i).store(w, Ordering::Relaxed);
+        self.write_parts(data, &[]);
+    }
+
+    /// Replaces the current record with `head` followed by `tail`.
+    fn write_parts(&self, head: &[u64], tail: &[usize]) {
+        let n = (head.len() + tail.len()).min(CURRENT);
+        self.fixed(1).store(0, Ordering::Release);
+        let words = head.iter().copied().chain(tail.iter().map(|&c| c as u64));
+        for (i, w) in words.take(n).enumerate() {
+            self.fixed(2 + i).store(w, Ordering::Relaxed);
         }
-        self.word(0).store(MAGIC, Ordering::Relaxed);
-        self.word(1).store(n as u64, Ordering::Release);
+        self.fixed(0).store(MAGIC, Ordering::Relaxed);
+        self.fixed(1).store(n as u64, Ordering::Release);
+    }
+
+    /// A word of the log's fixed part (the current record and the status
+    /// block), which every log holds whatever its size: the hot path's
+    /// accessor, without the bounds check of [`CrashLog::word`].
+    #[inline]
+    fn fixed(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i < NODES_AT, "{i} is not in the crash log's fixed part");
+        // SAFETY: every log maps at least `NODES_AT` words (`words_for`),
+        // zero-initialised, and AtomicU64 has the layout of u64; the
+        // callers pass constants or indices bounded by `CURRENT`.
+        unsafe { &*self.words.add(i.min(NODES_AT - 1)) }
     }
 
     fn read(&self) -> Option<Vec<u64>> {
@@ -278,7 +296,7 @@ impl CrashLog {
     }
 
     fn heartbeat(&self) -> u64 {
-        self.word(SEQ).load(Ordering::Relaxed)
+        self.fixed(SEQ).load(Ordering::Relaxed)
     }
 
     fn published(&self) -> Published {
@@ -305,13 +323,32 @@ pub(crate) fn phase(kind: u64, node: u32, a: u64, b: u64, c: u64) {
     }
     // SAFETY: the log outlives the isolated run that set the pointer.
     let log = unsafe { &*log };
-    log.word(PHASE).store(kind, Ordering::Relaxed);
-    log.word(PHASE + 1)
+    log.fixed(PHASE).store(kind, Ordering::Relaxed);
+    log.fixed(PHASE + 1)
         .store(u64::from(node), Ordering::Relaxed);
-    log.word(PHASE + 2).store(a, Ordering::Relaxed);
-    log.word(PHASE + 3).store(b, Ordering::Relaxed);
-    log.word(PHASE + 4).store(c, Ordering::Relaxed);
-    let seq = log.word(SEQ);
+    log.fixed(PHASE + 2).store(a, Ordering::Relaxed);
+    log.fixed(PHASE + 3).store(b, Ordering::Relaxed);
+    log.fixed(PHASE + 4).store(c, Ordering::Relaxed);
+    let seq = log.fixed(SEQ);
+    seq.store(
+        seq.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Release,
+    );
+}
+
+/// Changes the process and handler of the current phase (a guard after
+/// another of the same state): two stores and the heartbeat.
+#[inline]
+pub(crate) fn phase_args(a: u64, b: u64) {
+    let log = LOG.with(Cell::get);
+    if log.is_null() {
+        return;
+    }
+    // SAFETY: the log outlives the isolated run that set the pointer.
+    let log = unsafe { &*log };
+    log.fixed(PHASE + 2).store(a, Ordering::Relaxed);
+    log.fixed(PHASE + 3).store(b, Ordering::Relaxed);
+    let seq = log.fixed(SEQ);
     seq.store(
         seq.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Release,
@@ -328,12 +365,13 @@ pub(crate) fn publish(unique: u64, transitions: u64, max_depth: usize, generated
     }
     // SAFETY: the log outlives the isolated run that set the pointer.
     let log = unsafe { &*log };
-    log.word(STAT_UNIQUE).store(unique, Ordering::Relaxed);
-    log.word(STAT_TRANSITIONS)
+    log.fixed(STAT_UNIQUE).store(unique, Ordering::Relaxed);
+    log.fixed(STAT_TRANSITIONS)
         .store(transitions, Ordering::Relaxed);
-    log.word(STAT_DEPTH)
+    log.fixed(STAT_DEPTH)
         .store(max_depth as u64, Ordering::Relaxed);
-    log.word(STAT_GENERATED).store(generated, Ordering::Relaxed);
+    log.fixed(STAT_GENERATED)
+        .store(generated, Ordering::Relaxed);
 }
 
 /// Whether this thread runs inside an isolated child.
@@ -410,6 +448,31 @@ pub(crate) fn record(words: impl FnOnce() -> Vec<u64>) {
         let data = words();
         // SAFETY: the log outlives the isolated run that set the pointer.
         unsafe { (*log).write(&data) };
+    }
+}
+
+/// Records what a check is about to run — the node it expands, the event
+/// (`u64::MAX` for the environment), the random-seed variant and the choice
+/// script — in the crash log of the isolated run on this thread, if there
+/// is one, without allocating.
+#[inline]
+pub(crate) fn record_checking(node: u32, actor: u64, handler: u64, seed: u32, script: &[usize]) {
+    let log = LOG.with(Cell::get);
+    if !log.is_null() {
+        // SAFETY: the log outlives the isolated run that set the pointer.
+        unsafe {
+            (*log).write_parts(
+                &[
+                    CHECKING,
+                    u64::from(node),
+                    actor,
+                    handler,
+                    u64::from(seed),
+                    script.len() as u64,
+                ],
+                script,
+            )
+        };
     }
 }
 
