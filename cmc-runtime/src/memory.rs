@@ -841,17 +841,20 @@ impl Memory {
             let (ft, tt) = (self.tables.get(from), self.tables.get(to));
             if from != to {
                 let nchunks = ft.chunks.len().max(tt.chunks.len());
+                // Pages at or above both extents are NO_PAGE in both.
+                let limit = from_np.max(to_np);
+                const NONE: [PageId; CHUNK] = [NO_PAGE; CHUNK];
                 for ci in 0..nchunks {
                     let (fc, tc) = (ft.chunks.get(ci).copied(), tt.chunks.get(ci).copied());
                     if fc == tc {
                         continue;
                     }
-                    for j in 0..CHUNK {
-                        let i = ci * CHUNK + j;
-                        let fp = fc.map_or(NO_PAGE, |c| self.chunks.get(c)[j]);
-                        let tp = tc.map_or(NO_PAGE, |c| self.chunks.get(c)[j]);
-                        if fp != tp {
-                            writes.push((i, tp));
+                    let fpages = fc.map_or(&NONE, |c| self.chunks.get(c));
+                    let tpages = tc.map_or(&NONE, |c| self.chunks.get(c));
+                    let end = limit.saturating_sub(ci * CHUNK).min(CHUNK);
+                    for j in 0..end {
+                        if fpages[j] != tpages[j] {
+                            writes.push((ci * CHUNK + j, tpages[j]));
                         }
                     }
                 }
