@@ -576,6 +576,9 @@ impl<P: Process> Parts<'_, P> {
             env.timers.hash(&mut h);
             h.finish128()
         };
+        if matches!(fp.shared, Chosen::Value(..)) {
+            isolate::phase(isolate::IN_IDENTITY, 0, u64::MAX, 0, 0);
+        }
         let shared = match &fp.shared {
             Chosen::Value(mode, f) => Self::user(
                 format!("the {} of the shared variables", source_name(*mode)),
@@ -1390,6 +1393,8 @@ impl<'m, P: Process> Engine<'m, P> {
             return None;
         }
         let _sys = system_scope();
+        // The process's Debug is user code: the watchdog sees it run.
+        isolate::phase(isolate::IN_IDENTITY, 0, actor as u64, 0, 1);
         // SAFETY: a live root of the loaded state.
         user_code(false, || show(unsafe { &*self.roots[actor] })).ok()
     }
@@ -2806,11 +2811,15 @@ fn blame<P: Process>(
         }
         isolate::IN_IDENTITY => {
             let (handler, actor) = last?;
-            let i = process(phase.a).unwrap_or(0);
-            let source = n.source;
+            // `c` is 1 for the Debug a trace shows, 0 for the identity.
+            let source = if phase.c == 1 { "debug" } else { n.source };
+            let whose = match process(phase.a) {
+                Some(i) => format!("process {i}"),
+                None => "the shared variables".to_string(),
+            };
             Some((
-                format!("the {source} of process {i}"),
-                format!("the {source} of process {i} (after {handler} of {actor})"),
+                format!("the {source} of {whose}"),
+                format!("the {source} of {whose} (after {handler} of {actor})"),
             ))
         }
         _ => None,

@@ -37,6 +37,9 @@ enum Kind {
     Rare,
     /// The handler stores the address of one of its locals.
     StackAddress,
+    /// The invariant fails after two steps, and the process's `Debug`
+    /// (which the trace shows) never returns in that state.
+    DebugSpin,
 }
 
 static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -115,6 +118,7 @@ impl Process for Wild {
                 }
                 (Kind::FailThenCrash, 1) if w.id == 1 => return Err("one step".into()),
                 (Kind::InvariantFlip, 1) if calls() % 2 == 1 => return Err("sometimes".into()),
+                (Kind::DebugSpin, 2) => return Err("two steps".into()),
                 _ => {}
             }
             Ok(())
@@ -137,7 +141,12 @@ fn model(kind: Kind) -> Model<Wild> {
     .quiescence_ok(true)
     .strategy(cmc::Strategy::Bfs)
     .transition_timeout(Some(Duration::from_millis(500)))
-    .debug_with(|w| format!("{w:#?}"))
+    .debug_with(|w| {
+        if w.kind == Kind::DebugSpin && w.steps == 2 {
+            spin();
+        }
+        format!("{w:#?}")
+    })
 }
 
 /// Checks `kind` isolated, expects one violation of `expected` named
@@ -358,5 +367,23 @@ fn the_determinism_check_catches_a_stack_address_in_the_state() {
     assert!(
         message.contains("its state differs in `Wild.data`"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_debug_that_never_returns_while_a_trace_is_built_is_a_timeout() {
+    let r = model(Kind::DebugSpin)
+        .check_isolated()
+        .expect("an isolated check survives");
+    assert_eq!(r.verdict, Verdict::Violation, "{r:?}");
+    let v = &r.violations[0];
+    assert_eq!(v.record.kind, ViolationKind::Timeout, "{v}");
+    assert_eq!(v.record.property, "the debug of process 0", "{v}");
+    assert!(
+        v.record.message.starts_with(
+            "the debug of process 0 (after act of process 0) did not return within 0.5 s"
+        ),
+        "{}",
+        v.record.message
     );
 }
