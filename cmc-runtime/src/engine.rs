@@ -511,8 +511,9 @@ impl<P: Process> Parts<'_, P> {
     }
 
     /// Runs a source's function (user code) in checker memory.
+    /// `what` names the source in a violation (called only if it panics).
     fn user<T: ?Sized>(
-        what: String,
+        what: impl FnOnce() -> String,
         value: &T,
         f: &dyn Fn(&T, &mut StateHasher),
     ) -> Result<u128, ViolationRecord> {
@@ -524,7 +525,7 @@ impl<P: Process> Parts<'_, P> {
         })
         .map_err(|(message, location)| ViolationRecord {
             kind: ViolationKind::Panic,
-            property: what,
+            property: what(),
             message,
             location: Some(location),
         })
@@ -538,7 +539,7 @@ impl<P: Process> Parts<'_, P> {
     ) -> Result<u128, ViolationRecord> {
         // SAFETY: a live root of the loaded state.
         let proc = unsafe { &*self.roots[i] };
-        let what = |source: &str| format!("the {source} of process {i}");
+        let what = |source: &'static str| move || format!("the {source} of process {i}");
         if matches!(fp.process, Chosen::Value(..) | Chosen::Abstract) {
             isolate::phase(isolate::IN_IDENTITY, 0, i as u64, 0, 0);
         }
@@ -581,7 +582,7 @@ impl<P: Process> Parts<'_, P> {
         }
         let shared = match &fp.shared {
             Chosen::Value(mode, f) => Self::user(
-                format!("the {} of the shared variables", source_name(*mode)),
+                || format!("the {} of the shared variables", source_name(*mode)),
                 &*env.shared,
                 f,
             )?,
