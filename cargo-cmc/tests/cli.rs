@@ -196,6 +196,7 @@ fn the_json_result_object_has_every_promised_field() {
             "transitions",
             "max_depth",
             "elapsed_s",
+            "peak_memory_bytes",
             "violations",
             "stopped",
             "fingerprint",
@@ -214,6 +215,13 @@ fn the_json_result_object_has_every_promised_field() {
     );
     // The process type's source of identity.
     assert_eq!(result["fingerprint"], "debug");
+    // The search process's peak memory: at least its arenas' first pages.
+    assert!(
+        result["peak_memory_bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 1 << 20),
+        "{result}"
+    );
     // `--model two_messages` matches both models; the last result is the
     // FIFO one, which passes. Take the violating one from the first result.
     let out = run(

@@ -2301,6 +2301,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
     stats.fingerprint = search.engine.fp.process.mode();
+    stats.peak_memory_bytes = crate::progress::peak_resident_bytes();
     let stopped = match search.interrupted {
         Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
         None => search.bounded_by.take(),

@@ -64,6 +64,20 @@ pub(crate) fn resident_bytes() -> u64 {
     pages * page
 }
 
+/// The most resident memory this process ever held (`VmHWM` in
+/// `/proc/self/status`), in bytes (0 where it cannot be read).
+pub(crate) fn peak_resident_bytes() -> u64 {
+    let _sys = crate::ctx::system_scope();
+    let Ok(text) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
 /// The default memory budget: 80 % of the memory available when the
 /// search starts (`MemAvailable` in `/proc/meminfo`), or none where that
 /// cannot be read.

@@ -389,6 +389,10 @@ pub struct Stats {
     /// How states were fingerprinted (absent in results of older versions).
     #[serde(default)]
     pub fingerprint: Option<crate::model::FingerprintMode>,
+    /// The most resident memory the process that searched ever held
+    /// (`VmHWM`), in bytes; 0 where unknown.
+    #[serde(default)]
+    pub peak_memory_bytes: u64,
 }
 
 impl Stats {

@@ -17,9 +17,11 @@
 //! `CMC_VS_N=5,6` chooses the RM counts (default 7,8), `CMC_VS_RUNS` the runs
 //! of each measurement (default 3; the median is printed). Prints one line
 //! per configuration:
-//! `bench vs_stateright n=7 strategy=dfs unique=… stateright_cpu_s=… cmc_cpu_s=… ratio=…`
-//! (ratio: cmc's CPU time over stateright's), and exits with 1 when the
-//! counts differ.
+//! `bench vs_stateright n=7 strategy=dfs unique=… stateright_cpu_s=… cmc_cpu_s=… ratio=… stateright_bytes_per_state=… cmc_bytes_per_state=…`
+//! (ratio: cmc's CPU time over stateright's; bytes per state: the peak
+//! resident memory of the process that searched over the unique states —
+//! stateright runs in a child process of this bench for that), and exits
+//! with 1 when the counts differ.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -157,6 +159,43 @@ fn cpu(who: i32) -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// Runs [`stateright`] in a child process of this bench (so that its peak
+/// memory is its own); returns its CPU time, unique count and peak
+/// resident memory in bytes.
+fn stateright_child(rms: usize, bfs: bool) -> (Duration, usize, u64) {
+    let child = Command::new(std::env::current_exe().expect("this bench's path"))
+        .args(["--stateright", &rms.to_string(), if bfs { "bfs" } else { "dfs" }])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the bench runs itself");
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.expect("piped");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut text).expect("the child's output");
+    let mut status = 0;
+    // SAFETY: waits for our own child, once, filling a zeroed rusage.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::wait4(pid, &mut status, 0, &mut u);
+        u
+    };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the stateright run failed"
+    );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let unique: usize = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| w.parse().ok())
+        .expect("the child prints its CPU time and unique count");
+    (
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+        unique,
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
 fn stateright(rms: usize, bfs: bool) -> (Duration, usize) {
     let before = cpu(libc::RUSAGE_SELF);
     let builder = TwoPhase { rms }.checker().threads(1);
@@ -199,7 +238,7 @@ fn cargo_cmc(args: &[&str]) -> (Duration, String) {
     (took, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn cmc(rms: usize, bfs: bool) -> (Duration, usize) {
+fn cmc(rms: usize, bfs: bool) -> (Duration, usize, u64) {
     let (overhead, _) = cargo_cmc(&["list"]);
     let model = format!("two_phase_commit::two_phase_commit_{rms}");
     let strategy = if bfs { "bfs" } else { "dfs" };
@@ -219,7 +258,8 @@ fn cmc(rms: usize, bfs: bool) -> (Duration, usize) {
         .expect("a result line");
     assert_eq!(result["verdict"], "pass", "{result}");
     let unique = result["unique_states"].as_u64().expect("unique_states") as usize;
-    (took.saturating_sub(overhead), unique)
+    let peak = result["peak_memory_bytes"].as_u64().unwrap_or(0);
+    (took.saturating_sub(overhead), unique, peak)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -228,6 +268,13 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--stateright") {
+        let rms = args[2].parse().expect("a number of RMs");
+        let (cpu, unique) = stateright(rms, args[3] == "bfs");
+        println!("{} {unique}", cpu.as_secs_f64());
+        return;
+    }
     let ns: Vec<usize> = std::env::var("CMC_VS_N")
         .unwrap_or_else(|_| "7,8".into())
         .split(',')
@@ -245,13 +292,16 @@ fn main() {
             let mut sr = Vec::new();
             let mut cm = Vec::new();
             let mut counts = (0, 0);
+            let mut peaks = (0, 0);
             for _ in 0..runs {
-                let (t, u) = stateright(n, bfs);
+                let (t, u, m) = stateright_child(n, bfs);
                 sr.push(t);
                 counts.0 = u;
-                let (t, u) = cmc(n, bfs);
+                peaks.0 = m;
+                let (t, u, m) = cmc(n, bfs);
                 cm.push(t);
                 counts.1 = u;
+                peaks.1 = m;
             }
             let (s, c) = (median(sr), median(cm));
             if counts.0 != counts.1 {
@@ -261,13 +311,16 @@ fn main() {
                     counts.0, counts.1
                 );
             }
+            let per_state = |bytes: u64, unique: usize| bytes / unique.max(1) as u64;
             println!(
-                "bench vs_stateright n={n} strategy={} unique={} stateright_cpu_s={:.3} cmc_cpu_s={:.3} ratio={:.2}",
+                "bench vs_stateright n={n} strategy={} unique={} stateright_cpu_s={:.3} cmc_cpu_s={:.3} ratio={:.2} stateright_bytes_per_state={} cmc_bytes_per_state={}",
                 if bfs { "bfs" } else { "dfs" },
                 counts.1,
                 s.as_secs_f64(),
                 c.as_secs_f64(),
-                c.as_secs_f64() / s.as_secs_f64().max(1e-9)
+                c.as_secs_f64() / s.as_secs_f64().max(1e-9),
+                per_state(peaks.0, counts.0),
+                per_state(peaks.1, counts.1)
             );
         }
     }
