@@ -255,6 +255,10 @@ pub(crate) struct Engine<'m, P: Process> {
     /// The node of the search tree whose guards or invariants run next
     /// (for the crash log: a crash there is attributed to that state).
     at: u32,
+    /// Scratch for [`Engine::pending_fingerprint`]: which arenas changed,
+    /// and the components it computed.
+    changed: Vec<bool>,
+    computed: Vec<(ArenaId, u128)>,
 }
 
 /// How one type of the model is fingerprinted.
@@ -472,33 +476,76 @@ impl<P: Process> Parts<'_, P> {
     /// The fingerprint of `state`, the loaded state, computed by `fp`;
     /// components are cached on the page tables when `cached`.
     fn fingerprint(
-        mut self,
+        self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
         cached: bool,
     ) -> Result<Fingerprint, ViolationRecord> {
+        self.combine(
+            fp,
+            state,
+            |mem, arena| mem.tag(state, arena).filter(|_| cached),
+            |mem, arena, c| {
+                if cached {
+                    mem.set_tag(state, arena, c);
+                }
+            },
+        )
+    }
+
+    /// The fingerprint of the loaded memory, a successor of `pre` not
+    /// captured yet, whose arenas differ from `pre` where `changed` (indexed
+    /// by arena) says: an unchanged arena's component is `pre`'s. Only for
+    /// sources computed from the live objects (a value's or an abstraction's
+    /// hash), which need no captured state. The components computed are
+    /// left in `computed` as (arena, component), for tagging the state
+    /// once captured.
+    fn fingerprint_changed(
+        self,
+        fp: &mut Fingerprinter<P>,
+        pre: StateId,
+        changed: &[bool],
+        computed: &mut Vec<(ArenaId, u128)>,
+    ) -> Result<Fingerprint, ViolationRecord> {
+        computed.clear();
+        self.combine(
+            fp,
+            pre,
+            |mem, arena| mem.tag(pre, arena).filter(|_| !changed[arena.0]),
+            |_, arena, c| computed.push((arena, c)),
+        )
+    }
+
+    /// Sums the components of the processes and the environment: `known`
+    /// gives an arena's component when it need not be computed, `computed`
+    /// receives each one that was. `state` is the loaded state for the
+    /// sources that read a captured state.
+    fn combine(
+        mut self,
+        fp: &mut Fingerprinter<P>,
+        state: StateId,
+        known: impl Fn(&Memory, ArenaId) -> Option<u128>,
+        mut computed: impl FnMut(&mut Memory, ArenaId, u128),
+    ) -> Result<Fingerprint, ViolationRecord> {
         let mut sum = 0u128;
         for i in 0..self.arenas.len() {
             let arena = self.arenas[i];
-            let c = match self.mem.tag(state, arena).filter(|_| cached) {
+            let c = match known(self.mem, arena) {
                 Some(c) => c,
                 None => {
                     let c = self.process_component(fp, i, state)?;
-                    if cached {
-                        self.mem.set_tag(state, arena, c);
-                    }
+                    computed(self.mem, arena, c);
                     c
                 }
             };
             sum = sum.wrapping_add(crate::hash::term(i, usize::MAX, c));
         }
-        let c = match self.mem.tag(state, self.env_arena).filter(|_| cached) {
+        let env = self.env_arena;
+        let c = match known(self.mem, env) {
             Some(c) => c,
             None => {
                 let c = self.env_component(fp, state)?;
-                if cached {
-                    self.mem.set_tag(state, self.env_arena, c);
-                }
+                computed(self.mem, env, c);
                 c
             }
         };
@@ -821,6 +868,8 @@ impl<'m, P: Process> Engine<'m, P> {
             registered: crate::registry::invariants_for::<P>(),
             initial,
             seed_base: None,
+            changed: Vec::new(),
+            computed: Vec::new(),
             at: 0,
             nodes: Vec::new(),
             choice_pool: Vec::new(),
@@ -842,6 +891,43 @@ impl<'m, P: Process> Engine<'m, P> {
             env: self.env,
         };
         parts.fingerprint(&mut self.fp, state, true)
+    }
+
+    /// Whether successors can be fingerprinted before they are captured:
+    /// every source hashes the live objects (no source reads a captured
+    /// state), and no determinism check compares captured successors.
+    fn lazy_capture(&self) -> bool {
+        matches!(self.fp.process, Chosen::Value(..) | Chosen::Abstract)
+            && matches!(self.fp.shared, Chosen::Value(..) | Chosen::Nothing)
+            && !self.model.check_determinism
+    }
+
+    /// The fingerprint of the memory as a transition from `pre` (the
+    /// loaded state) left it, before it is captured: only the components
+    /// of arenas the transition changed are computed (kept for
+    /// [`Engine::tag_computed`]).
+    fn pending_fingerprint(&mut self, pre: StateId) -> Result<Fingerprint, ViolationRecord> {
+        debug_assert_eq!(self.mem.loaded(), Some(pre));
+        self.changed.clear();
+        self.changed.extend_from_slice(self.mem.changes());
+        let parts = Parts {
+            mem: &mut self.mem,
+            model: self.model,
+            arenas: &self.arenas,
+            env_arena: self.env_arena,
+            roots: &self.roots,
+            env: self.env,
+        };
+        parts.fingerprint_changed(&mut self.fp, pre, &self.changed, &mut self.computed)
+    }
+
+    /// Tags `state`, just captured after [`Engine::pending_fingerprint`],
+    /// with the components computed there (its other arenas share their
+    /// tables, and tags, with the pre-state).
+    fn tag_computed(&mut self, state: StateId) {
+        for &(arena, c) in &self.computed {
+            self.mem.set_tag(state, arena, c);
+        }
     }
 
     /// The fingerprint of `state` (the loaded state) as traces record it:
@@ -2118,45 +2204,68 @@ impl<P: Process> Search<'_, '_, P> {
             self.report(steps, record);
             return (ranges, drew);
         }
-        let succ = e.mem.capture();
-        self.stats.generated += 1;
-        let fp = match e.state_fingerprint(succ) {
-            Ok(fp) => fp,
-            Err(record) => {
-                e.mem.release(succ);
-                let mut steps = e.path(item.node);
-                steps.push(step);
-                self.report(steps, record);
+        let succ = if e.lazy_capture() {
+            // Fingerprint first: most successors are known already, and
+            // those need no capture (the next restore undoes what the
+            // transition wrote).
+            self.stats.generated += 1;
+            let fp = match e.pending_fingerprint(item.state) {
+                Ok(fp) => fp,
+                Err(record) => {
+                    let mut steps = e.path(item.node);
+                    steps.push(step);
+                    self.report(steps, record);
+                    return (ranges, drew);
+                }
+            };
+            if !self.visited.insert(fp) {
                 return (ranges, drew);
             }
-        };
-        if e.model.check_determinism {
-            match Self::determinism(e, item, event, &outcome.taken, seed, succ, fp) {
-                None => {}
-                Some(Err(thread)) => {
-                    // Only a later run left a thread behind: report that,
-                    // it stops the search.
+            let succ = e.mem.capture();
+            e.tag_computed(succ);
+            succ
+        } else {
+            let succ = e.mem.capture();
+            self.stats.generated += 1;
+            let fp = match e.state_fingerprint(succ) {
+                Ok(fp) => fp,
+                Err(record) => {
                     e.mem.release(succ);
                     let mut steps = e.path(item.node);
                     steps.push(step);
-                    self.halted = true;
-                    self.report(steps, fail(ViolationKind::ModelError, thread, None));
+                    self.report(steps, record);
                     return (ranges, drew);
                 }
-                Some(Ok(message)) => {
-                    let mut steps = e.path(item.node);
-                    steps.push(step);
-                    e.mem.release(succ);
-                    self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
-                    return (ranges, drew);
+            };
+            if e.model.check_determinism {
+                match Self::determinism(e, item, event, &outcome.taken, seed, succ, fp) {
+                    None => {}
+                    Some(Err(thread)) => {
+                        // Only a later run left a thread behind: report that,
+                        // it stops the search.
+                        e.mem.release(succ);
+                        let mut steps = e.path(item.node);
+                        steps.push(step);
+                        self.halted = true;
+                        self.report(steps, fail(ViolationKind::ModelError, thread, None));
+                        return (ranges, drew);
+                    }
+                    Some(Ok(message)) => {
+                        let mut steps = e.path(item.node);
+                        steps.push(step);
+                        e.mem.release(succ);
+                        self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
+                        return (ranges, drew);
+                    }
                 }
+                e.mem.restore(succ);
             }
-            e.mem.restore(succ);
-        }
-        if !self.visited.insert(fp) {
-            e.mem.release(succ);
-            return (ranges, drew);
-        }
+            if !self.visited.insert(fp) {
+                e.mem.release(succ);
+                return (ranges, drew);
+            }
+            succ
+        };
         if let Some(prune) = &e.model.prune {
             let pruned = {
                 let _sys = system_scope();

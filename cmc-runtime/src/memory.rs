@@ -215,6 +215,14 @@ pub struct Memory {
     /// Scratch lists reused across captures and restores (checker memory).
     scratch_pages: Vec<usize>,
     scratch_changes: Vec<(usize, PageId)>,
+    /// What [`Memory::changes`] found, per arena: the pages whose bytes
+    /// differ from the loaded state (new and dropped pages included), and
+    /// whether the arena differs at all.
+    pending: Vec<Vec<usize>>,
+    pending_changed: Vec<bool>,
+    /// `ENTRIES` and the loaded state when `pending` was found: it holds
+    /// while both are unchanged (no code entered an arena since).
+    pending_at: Option<(u64, StateId)>,
 }
 
 fn pages_of(used: usize) -> usize {
@@ -243,6 +251,9 @@ impl Memory {
             id_reloc: Relocation::identity(),
             scratch_pages: Vec::new(),
             scratch_changes: Vec::new(),
+            pending: Vec::new(),
+            pending_changed: Vec::new(),
+            pending_at: None,
         }
     }
 
@@ -549,14 +560,85 @@ impl Memory {
             self.release(old);
         }
         self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
+        self.pending_at = None;
         id
     }
 
-    /// Captures one arena against its loaded table; returns a table id the
-    /// caller owns one reference to.
-    fn capture_arena(&mut self, a: usize, old: Option<u32>) -> u32 {
+    /// Which arenas differ from the loaded state now (indexed by arena),
+    /// found without storing anything: a transition whose successor turns
+    /// out to be known needs no capture, and the next
+    /// [`restore`](Memory::restore) or [`capture`](Memory::capture) writes
+    /// or reads only the pages found here, as long as no code entered an
+    /// arena in between.
+    pub fn changes(&mut self) -> &[bool] {
+        let loaded = self.loaded.expect("changes before any capture");
+        let entries = ENTRIES.load(Ordering::Relaxed);
+        if self.pending_at == Some((entries, loaded)) {
+            return &self.pending_changed;
+        }
+        let n = self.arenas.len();
+        self.pending.resize_with(n, Vec::new);
+        self.pending_changed.resize(n, false);
+        let mut candidates = std::mem::take(&mut self.scratch_pages);
+        for a in 0..n {
+            let used = self.checked_used(a);
+            let old = self.states.get(loaded.0).tables[a];
+            let table = self.tables.get(old);
+            let (old_used, old_np, npages) = (table.used, pages_of(table.used), pages_of(used));
+            candidates.clear();
+            self.candidates(a, Some(old), &mut candidates);
+            let mut diff = std::mem::take(&mut self.pending[a]);
+            diff.clear();
+            if self.arenas[a].all_writable {
+                // Scan candidates are exactly the differing pages.
+                diff.extend_from_slice(&candidates);
+            } else {
+                let base = self.arenas[a].arena.ctl().base.as_ptr();
+                let both = npages.min(old_np);
+                for &i in &candidates {
+                    if i >= both {
+                        diff.push(i);
+                        continue;
+                    }
+                    let stored = self.pages.data(self.page_of(table, i));
+                    // SAFETY: page i is below the used length, so committed
+                    // and readable; the length stays inside the page.
+                    let now = unsafe {
+                        std::slice::from_raw_parts(base.add(i * PAGE), page_len(used, i))
+                    };
+                    if stored != now {
+                        diff.push(i);
+                    }
+                }
+            }
+            // Pages the heap dropped (a restore rewrites them).
+            diff.extend(npages..old_np);
+            diff.sort_unstable();
+            diff.dedup();
+            self.pending_changed[a] = !diff.is_empty() || used != old_used;
+            self.pending[a] = diff;
+        }
+        self.scratch_pages = candidates;
+        self.pending_at = Some((entries, loaded));
+        &self.pending_changed
+    }
+
+    /// The pages [`Memory::changes`] found in arena `a`, if that still
+    /// holds.
+    fn pending_for(&self, a: usize) -> Option<&[usize]> {
+        match self.pending_at {
+            Some((entries, state))
+                if Some(state) == self.loaded && entries == ENTRIES.load(Ordering::Relaxed) =>
+            {
+                Some(&self.pending[a])
+            }
+            _ => None,
+        }
+    }
+
+    /// The used length of arena `a`, checked against its committed memory.
+    fn checked_used(&self, a: usize) -> usize {
         let ctl = self.arenas[a].arena.ctl();
-        let base = ctl.base.as_ptr();
         let used = ctl.heap().used();
         assert!(
             used <= ctl.committed.load(Ordering::Acquire),
@@ -564,12 +646,78 @@ impl Memory {
              code wrote outside its objects",
             self.arenas[a].name
         );
+        used
+    }
+
+    /// Captures one arena against its loaded table; returns a table id the
+    /// caller owns one reference to.
+    fn capture_arena(&mut self, a: usize, old: Option<u32>) -> u32 {
+        let base = self.arenas[a].arena.ctl().base.as_ptr();
+        let used = self.checked_used(a);
         let npages = pages_of(used);
         let hasher = self.config.hasher;
 
-        // Which pages may differ from the loaded table.
+        // Which pages may differ from the loaded table: those `changes`
+        // found, if no code ran since; else found now.
         let mut candidates = std::mem::take(&mut self.scratch_pages);
         candidates.clear();
+        let old_used = old.map_or(0, |t| self.tables.get(t).used);
+        match self.pending_for(a) {
+            Some(pages) => candidates.extend(pages.iter().copied().filter(|&i| i < npages)),
+            None => self.candidates(a, old, &mut candidates),
+        }
+        // Intern the candidates; keep the ones that really changed.
+        let mut changes = std::mem::take(&mut self.scratch_changes);
+        changes.clear();
+        for &i in &candidates {
+            let len = page_len(used, i);
+            // SAFETY: as above, page i is committed and `len` bytes long.
+            let bytes = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
+            let h = hasher.hash_relocated(bytes, &self.reloc);
+            let id = self.pages.intern(bytes, h);
+            let before = match old {
+                Some(t) => self.page_of(self.tables.get(t), i),
+                None => NO_PAGE,
+            };
+            if before == id {
+                self.pages.release(id);
+            } else {
+                changes.push((i, id));
+            }
+        }
+        changes.sort_unstable_by_key(|&(i, _)| i);
+        changes.dedup_by_key(|&mut (i, _)| i);
+        self.scratch_pages = candidates;
+
+        if old.is_some() {
+            // The initial capture reads everything and says nothing about
+            // transitions, so it does not count.
+            let rt = &mut self.arenas[a];
+            rt.avg_dirty = 0.5 * rt.avg_dirty + 0.5 * changes.len() as f64;
+        }
+
+        let table = match old {
+            Some(t) if changes.is_empty() && old_used == used => {
+                self.tables.retain(t);
+                t
+            }
+            _ => self.build_table(a, old, used, &changes),
+        };
+        self.scratch_changes = changes;
+        table
+    }
+
+    /// The pages of arena `a` that may differ from its loaded table `old`
+    /// (all of them without one), below the current used length, appended
+    /// to `out`: in scan mode exactly the pages whose bytes differ (and new
+    /// ones), in mprotect mode the faulted ones, those beyond the protected
+    /// extent and those whose length changed.
+    fn candidates(&self, a: usize, old: Option<u32>, out: &mut Vec<usize>) {
+        let ctl = self.arenas[a].arena.ctl();
+        let base = ctl.base.as_ptr();
+        let used = ctl.heap().used();
+        let npages = pages_of(used);
+        let candidates = out;
         let (old_used, old_np) = match old {
             Some(t) => {
                 let used = self.tables.get(t).used;
@@ -613,45 +761,6 @@ impl Memory {
             }
         }
 
-        // Intern the candidates; keep the ones that really changed.
-        let mut changes = std::mem::take(&mut self.scratch_changes);
-        changes.clear();
-        for &i in &candidates {
-            let len = page_len(used, i);
-            // SAFETY: as above, page i is committed and `len` bytes long.
-            let bytes = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
-            let h = hasher.hash_relocated(bytes, &self.reloc);
-            let id = self.pages.intern(bytes, h);
-            let before = match old {
-                Some(t) => self.page_of(self.tables.get(t), i),
-                None => NO_PAGE,
-            };
-            if before == id {
-                self.pages.release(id);
-            } else {
-                changes.push((i, id));
-            }
-        }
-        changes.sort_unstable_by_key(|&(i, _)| i);
-        changes.dedup_by_key(|&mut (i, _)| i);
-        self.scratch_pages = candidates;
-
-        if old.is_some() {
-            // The initial capture reads everything and says nothing about
-            // transitions, so it does not count.
-            let rt = &mut self.arenas[a];
-            rt.avg_dirty = 0.5 * rt.avg_dirty + 0.5 * changes.len() as f64;
-        }
-
-        let table = match old {
-            Some(t) if changes.is_empty() && old_used == used => {
-                self.tables.retain(t);
-                t
-            }
-            _ => self.build_table(a, old, used, &changes),
-        };
-        self.scratch_changes = changes;
-        table
     }
 
     /// Builds the successor of table `old` (or a fresh table) in which the
@@ -748,6 +857,7 @@ impl Memory {
         }
         // Nothing has run since this restore: memory equals the loaded state.
         self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
+        self.pending_at = None;
     }
 
     fn choose_mode(rt: &ArenaRt, npages: usize) -> Mode {
@@ -796,13 +906,25 @@ impl Memory {
             rt.mode = mode;
         }
         let all_writable = rt.all_writable;
+        if all_writable
+            && mode == Mode::Scan
+            && from == to
+            && (synced || self.pending_for(a).is_some_and(|p| p.is_empty()))
+        {
+            // Memory holds `to` already, and scan mode arms nothing.
+            return;
+        }
 
         // Pages whose memory may differ from `from` (suspect), then the
         // pages to write: suspect ones and those where `from` and `to` differ.
         let mut suspect = std::mem::take(&mut self.scratch_pages);
         suspect.clear();
         if all_writable {
-            if !synced {
+            if let (false, Some(pages)) = (synced, self.pending_for(a)) {
+                // `changes` compared them already.
+                suspect.extend_from_slice(pages);
+                suspect.extend(from_np..cur_np);
+            } else if !synced {
                 let table = self.tables.get(from);
                 // Compare over the longer of the two extents: a heap that grew
                 // inside `from`'s last page wrote past the stored length.
@@ -836,7 +958,8 @@ impl Memory {
         suspect.sort_unstable();
         suspect.dedup();
 
-        let mut writes: Vec<(usize, PageId)> = Vec::new();
+        let mut writes = std::mem::take(&mut self.scratch_changes);
+        writes.clear();
         {
             let (ft, tt) = (self.tables.get(from), self.tables.get(to));
             if from != to {
@@ -891,7 +1014,15 @@ impl Memory {
         let ft = self.tables.get(from);
         for &(i, tp) in &writes {
             let prev_len = if is_suspect(i, &suspect) {
-                PAGE
+                // Anything below the current top (and below `from`'s, for a
+                // page the tracking says nothing about); above it the heap
+                // keeps every byte zero.
+                let extent = cur_used.max(from_used);
+                if i * PAGE < extent {
+                    page_len(extent, i)
+                } else {
+                    0
+                }
             } else if i < from_np {
                 page_len(from_used, i)
             } else {
@@ -946,6 +1077,7 @@ impl Memory {
             self.arenas[a].protected_np = to_np;
         }
         self.scratch_pages = suspect;
+        self.scratch_changes = writes;
     }
 }
 

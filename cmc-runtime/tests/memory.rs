@@ -394,3 +394,104 @@ fn restore_rewrites_pages_above_a_top_that_shrank() {
         }
     }
 }
+
+/// The bytes of every arena as they are now.
+fn all_live(mem: &Memory, arenas: &[ArenaId]) -> Vec<Vec<u8>> {
+    arenas.iter().map(|&a| live_bytes(mem, a)).collect()
+}
+
+#[test]
+fn changes_names_exactly_the_arenas_that_differ_and_what_follows_it_is_exact() {
+    for tracking in [Tracking::Scan, Tracking::Mprotect, Tracking::Auto] {
+        let mut mem = Memory::new(MemoryConfig::default());
+        let arenas: Vec<ArenaId> = (0..3)
+            .map(|i| {
+                mem.add_arena(
+                    format!("process {i}"),
+                    ArenaConfig::new().reserve(64 << 20).tracking(tracking),
+                )
+                .unwrap()
+            })
+            .collect();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut blocks = vec![Blocks::default(); arenas.len()];
+        let s0 = mem.capture();
+        let mut states: Vec<(StateId, Vec<Blocks>, Vec<Vec<u8>>)> =
+            vec![(s0, blocks.clone(), all_live(&mem, &arenas))];
+        let (mut discarded, mut changed_seen, mut unchanged_seen) = (0, 0, 0);
+        for step in 0..3000 {
+            let loaded = mem.loaded().unwrap();
+            // A transition: operations on up to two arenas, and sometimes a
+            // write of a byte with the value it has (a page written but
+            // not changed).
+            for _ in 0..rng.gen_range(0..=2) {
+                let a = rng.gen_range(0..arenas.len());
+                random_op(&mem, arenas[a], &mut blocks[a], &mut rng);
+            }
+            let a = rng.gen_range(0..arenas.len());
+            if rng.gen_ratio(1, 3) && !blocks[a].0.is_empty() {
+                let (off, size) = blocks[a].0[rng.gen_range(0..blocks[a].0.len())];
+                let at = (mem.base(arenas[a]) as usize + off + rng.gen_range(0..size)) as *mut u8;
+                let _in = mem.enter(arenas[a]);
+                // SAFETY: inside a live block of this arena.
+                unsafe { at.write_volatile(at.read_volatile()) };
+            }
+            let expected: Vec<bool> = arenas
+                .iter()
+                .map(|&x| live_bytes(&mem, x) != mem.read_state(loaded, x))
+                .collect();
+            assert_eq!(
+                mem.changes(),
+                &expected[..],
+                "{tracking:?} step {step}: changes() is wrong"
+            );
+            // Asking again without running anything gives the same answer.
+            assert_eq!(mem.changes(), &expected[..]);
+            changed_seen += expected.iter().filter(|&&c| c).count();
+            unchanged_seen += expected.iter().filter(|&&c| !c).count();
+            match rng.gen_range(0..3) {
+                0 => {
+                    let s = mem.capture();
+                    let now = all_live(&mem, &arenas);
+                    for (i, &x) in arenas.iter().enumerate() {
+                        assert_eq!(
+                            mem.read_state(s, x),
+                            now[i],
+                            "{tracking:?} step {step}: the capture after changes() differs"
+                        );
+                    }
+                    states.push((s, blocks.clone(), now));
+                }
+                choice => {
+                    // Discard the transition (restore what was loaded), or
+                    // go to any state.
+                    let target = if choice == 1 {
+                        discarded += 1;
+                        loaded
+                    } else {
+                        states[rng.gen_range(0..states.len())].0
+                    };
+                    mem.restore(target);
+                    let (_, b, bytes) = states.iter().find(|(s, _, _)| *s == target).unwrap();
+                    blocks = b.clone();
+                    assert_eq!(
+                        &all_live(&mem, &arenas),
+                        bytes,
+                        "{tracking:?} step {step}: the restore after changes() differs"
+                    );
+                    for &x in &arenas {
+                        assert!(
+                            zero_beyond_used(&mem, x, 1 << 20),
+                            "{tracking:?} step {step}: garbage beyond used"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            discarded > 500 && changed_seen > 500 && unchanged_seen > 500,
+            "the test did not exercise both answers ({changed_seen} changed, \
+             {unchanged_seen} unchanged, {discarded} discarded)"
+        );
+    }
+}
