@@ -585,36 +585,32 @@ impl Memory {
             let old = self.states.get(loaded.0).tables[a];
             let table = self.tables.get(old);
             let (old_used, old_np, npages) = (table.used, pages_of(table.used), pages_of(used));
-            candidates.clear();
-            self.candidates(a, Some(old), &mut candidates);
             let mut diff = std::mem::take(&mut self.pending[a]);
             diff.clear();
+            let base = self.arenas[a].arena.ctl().base.as_ptr();
+            let both = npages.min(old_np);
+            let differs = |i: usize| {
+                let stored = self.pages.data(self.page_of(table, i));
+                // SAFETY: page i is below the used length, so committed and
+                // readable; the length stays inside the page.
+                let now =
+                    unsafe { std::slice::from_raw_parts(base.add(i * PAGE), page_len(used, i)) };
+                stored != now
+            };
             if self.arenas[a].all_writable {
-                // Scan candidates are exactly the differing pages.
-                diff.extend_from_slice(&candidates);
+                // Any page may have been written: compare them all.
+                diff.extend((0..both).filter(|&i| differs(i)));
             } else {
-                let base = self.arenas[a].arena.ctl().base.as_ptr();
-                let both = npages.min(old_np);
-                for &i in &candidates {
-                    if i >= both {
-                        diff.push(i);
-                        continue;
-                    }
-                    let stored = self.pages.data(self.page_of(table, i));
-                    // SAFETY: page i is below the used length, so committed
-                    // and readable; the length stays inside the page.
-                    let now = unsafe {
-                        std::slice::from_raw_parts(base.add(i * PAGE), page_len(used, i))
-                    };
-                    if stored != now {
-                        diff.push(i);
-                    }
-                }
+                // Only the faulted pages (and those beyond the protected
+                // extent) may have been.
+                candidates.clear();
+                self.candidates(a, Some(old), &mut candidates);
+                candidates.sort_unstable();
+                candidates.dedup();
+                diff.extend(candidates.iter().copied().filter(|&i| i < both && differs(i)));
             }
-            // Pages the heap dropped (a restore rewrites them).
-            diff.extend(npages..old_np);
-            diff.sort_unstable();
-            diff.dedup();
+            // New pages and pages the heap dropped (a restore rewrites them).
+            diff.extend(both..npages.max(old_np));
             self.pending_changed[a] = !diff.is_empty() || used != old_used;
             self.pending[a] = diff;
         }
@@ -880,6 +876,19 @@ impl Memory {
     }
 
     fn restore_arena(&mut self, a: usize, from: u32, to: u32, synced: bool) {
+        let (from_used, to_used) = (self.tables.get(from).used, self.tables.get(to).used);
+        let (from_np, to_np) = (pages_of(from_used), pages_of(to_used));
+        let mode = Self::choose_mode(&self.arenas[a], to_np);
+        let rt = &self.arenas[a];
+        if rt.all_writable
+            && rt.mode == Mode::Scan
+            && mode == Mode::Scan
+            && from == to
+            && (synced || self.pending_for(a).is_some_and(|p| p.is_empty()))
+        {
+            // Memory holds `to` already, and scan mode arms nothing.
+            return;
+        }
         let ctl_ptr = self.arenas[a].arena.ctl_ptr();
         // SAFETY: the control block is boxed inside the arena, which `self`
         // owns and this method does not drop, so it outlives this reference
@@ -888,11 +897,9 @@ impl Memory {
         let base = ctl.base.as_ptr();
         let committed = ctl.committed.load(Ordering::Acquire);
         let cur_used = ctl.heap().used();
-        let (from_used, to_used) = (self.tables.get(from).used, self.tables.get(to).used);
-        let (from_np, to_np, cur_np) = (pages_of(from_used), pages_of(to_used), pages_of(cur_used));
+        let cur_np = pages_of(cur_used);
 
         // Mode switches.
-        let mode = Self::choose_mode(&self.arenas[a], to_np);
         let rt = &mut self.arenas[a];
         if mode != rt.mode {
             if rt.mode == Mode::Mprotect && !rt.all_writable {
@@ -906,14 +913,6 @@ impl Memory {
             rt.mode = mode;
         }
         let all_writable = rt.all_writable;
-        if all_writable
-            && mode == Mode::Scan
-            && from == to
-            && (synced || self.pending_for(a).is_some_and(|p| p.is_empty()))
-        {
-            // Memory holds `to` already, and scan mode arms nothing.
-            return;
-        }
 
         // Pages whose memory may differ from `from` (suspect), then the
         // pages to write: suspect ones and those where `from` and `to` differ.

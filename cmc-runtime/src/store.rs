@@ -21,7 +21,7 @@ pub(crate) type PageId = u32;
 /// The page id of "no page" (beyond the used length).
 pub(crate) const NO_PAGE: PageId = u32::MAX;
 /// Page ids per chunk.
-pub(crate) const CHUNK: usize = 64;
+pub(crate) const CHUNK: usize = 16;
 
 /// A slab of reference-counted values addressed by `u32` ids.
 #[derive(Debug)]
