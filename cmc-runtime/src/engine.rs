@@ -902,14 +902,31 @@ impl<'m, P: Process> Engine<'m, P> {
             && !self.model.check_determinism
     }
 
-    /// The fingerprint of the memory as a transition from `pre` (the
-    /// loaded state) left it, before it is captured: only the components
-    /// of arenas the transition changed are computed (kept for
+    /// The fingerprint of the memory as `event` from `pre` (the loaded
+    /// state) left it, before it is captured: only the components of
+    /// arenas the transition changed are computed (kept for
     /// [`Engine::tag_computed`]).
-    fn pending_fingerprint(&mut self, pre: StateId) -> Result<Fingerprint, ViolationRecord> {
+    fn pending_fingerprint(
+        &mut self,
+        pre: StateId,
+        event: Event,
+    ) -> Result<Fingerprint, ViolationRecord> {
         debug_assert_eq!(self.mem.loaded(), Some(pre));
         self.changed.clear();
-        self.changed.extend_from_slice(self.mem.changes());
+        if self.mem.isolated(pre) {
+            // No arena of `pre` points into another: the event's code could
+            // reach (and write) only its process's arena and the
+            // environment's.
+            let env = self.env_arena;
+            let changes = if event.actor == ENV {
+                self.mem.changes_among(&[env])
+            } else {
+                self.mem.changes_among(&[self.arenas[event.actor], env])
+            };
+            self.changed.extend_from_slice(changes);
+        } else {
+            self.changed.extend_from_slice(self.mem.changes());
+        }
         let parts = Parts {
             mem: &mut self.mem,
             model: self.model,
@@ -2160,8 +2177,8 @@ impl<P: Process> Search<'_, '_, P> {
         seed: u32,
     ) -> (Vec<(usize, usize)>, bool) {
         let e = &mut *self.engine;
-        let outcome = e.run(event, script, seed, false, item.state);
-        let ranges = outcome.ranges.clone();
+        let mut outcome = e.run(event, script, seed, false, item.state);
+        let ranges = std::mem::take(&mut outcome.ranges);
         let drew = outcome.drew;
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error {
@@ -2170,13 +2187,13 @@ impl<P: Process> Search<'_, '_, P> {
         }
         let step = RawStep {
             event,
-            choices: outcome.taken.clone(),
+            choices: std::mem::take(&mut outcome.taken),
             seed,
         };
-        let handler = e.handler_name(event).to_string();
+        let handler = e.handler_name(event);
         let fail = |kind, message: String, location| ViolationRecord {
             kind,
-            property: handler.clone(),
+            property: handler.to_string(),
             message,
             location,
         };
@@ -2209,7 +2226,7 @@ impl<P: Process> Search<'_, '_, P> {
             // those need no capture (the next restore undoes what the
             // transition wrote).
             self.stats.generated += 1;
-            let fp = match e.pending_fingerprint(item.state) {
+            let fp = match e.pending_fingerprint(item.state, event) {
                 Ok(fp) => fp,
                 Err(record) => {
                     let mut steps = e.path(item.node);
@@ -2238,7 +2255,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             };
             if e.model.check_determinism {
-                match Self::determinism(e, item, event, &outcome.taken, seed, succ, fp) {
+                match Self::determinism(e, item, event, &step.choices, seed, succ, fp) {
                     None => {}
                     Some(Err(thread)) => {
                         // Only a later run left a thread behind: report that,
@@ -2280,7 +2297,7 @@ impl<P: Process> Search<'_, '_, P> {
         self.stats.unique += 1;
         let depth = item.depth + 1;
         self.stats.max_depth = self.stats.max_depth.max(depth);
-        let node = e.record_node(item.node, event, &outcome.taken, seed);
+        let node = e.record_node(item.node, event, &step.choices, seed);
         isolate::publish(
             self.stats.unique,
             self.stats.transitions,

@@ -181,6 +181,25 @@ impl Relocation {
         self.span = high - low;
     }
 
+    /// The arenas that aligned words of `data` point into, as a bit set
+    /// (bit k: arena k; arenas from 63 on share bit 63). Conservative: an
+    /// integer that happens to lie in an arena counts as a pointer.
+    pub(crate) fn arena_mask(&self, data: &[u8]) -> u64 {
+        let mut mask = 0u64;
+        for chunk in data.chunks_exact(8) {
+            let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            if w.wrapping_sub(self.low) < self.span {
+                let at = self.arenas.partition_point(|&(b, _, _)| b <= w);
+                if let Some(&(b, l, index)) = at.checked_sub(1).map(|k| &self.arenas[k]) {
+                    if w - b < l {
+                        mask |= 1 << index.min(63);
+                    }
+                }
+            }
+        }
+        mask
+    }
+
     #[inline(always)]
     fn apply(&self, w: u64) -> u64 {
         let r = if w.wrapping_sub(self.low) < self.span {

@@ -125,7 +125,7 @@ pub mod __bench {
 
         /// Stores (or finds) a page whose hash is already known.
         pub fn intern(&mut self, bytes: &[u8], hash: u128) -> u32 {
-            self.0.intern(bytes, hash)
+            self.0.intern(bytes, hash, |_| 0)
         }
 
         /// Drops one reference.

@@ -50,6 +50,10 @@ pub struct MemoryConfig {
     pub width: FingerprintWidth,
     /// The page hash.
     pub hasher: PageHasher,
+    /// [`Memory::changes_among`] compares every arena and panics when one
+    /// it was told could not change did (a test of the callers' reasoning;
+    /// on when the environment variable `CMC_VERIFY_TOUCHED` is `1`).
+    pub verify_touched: bool,
 }
 
 impl MemoryConfig {
@@ -61,6 +65,12 @@ impl MemoryConfig {
     /// Sets the fingerprint width.
     pub fn width(mut self, width: FingerprintWidth) -> Self {
         self.width = width;
+        self
+    }
+
+    /// Sets [`MemoryConfig::verify_touched`].
+    pub fn verify_touched(mut self, on: bool) -> Self {
+        self.verify_touched = on;
         self
     }
 
@@ -152,12 +162,16 @@ struct Table {
     /// [`Memory::tag`]); tables are shared between states whose arena did
     /// not change, so the tag is too.
     tag: Option<u128>,
+    /// How many of its pages hold a word that points into another arena.
+    foreign: u32,
 }
 
 #[derive(Debug)]
 struct StateData {
     tables: Box<[u32]>,
     fingerprint: Fingerprint,
+    /// No arena holds a word that points into another arena.
+    isolated: bool,
 }
 
 #[derive(Debug)]
@@ -222,7 +236,10 @@ pub struct Memory {
     pending_changed: Vec<bool>,
     /// `ENTRIES` and the loaded state when `pending` was found: it holds
     /// while both are unchanged (no code entered an arena since).
-    pending_at: Option<(u64, StateId)>,
+    /// The arenas it compared (empty: all).
+    pending_at: Option<(u64, StateId, Vec<ArenaId>)>,
+    /// A spare list for `pending_at`.
+    pending_among: Vec<ArenaId>,
 }
 
 fn pages_of(used: usize) -> usize {
@@ -235,7 +252,8 @@ fn page_len(used: usize, page: usize) -> usize {
 
 impl Memory {
     /// An empty memory; add arenas with [`Memory::add_arena`].
-    pub fn new(config: MemoryConfig) -> Memory {
+    pub fn new(mut config: MemoryConfig) -> Memory {
+        config.verify_touched |= std::env::var_os("CMC_VERIFY_TOUCHED").is_some_and(|v| v == "1");
         sys::check_page_size();
         tracking::install();
         Memory {
@@ -254,6 +272,7 @@ impl Memory {
             pending: Vec::new(),
             pending_changed: Vec::new(),
             pending_at: None,
+            pending_among: Vec::new(),
         }
     }
 
@@ -541,10 +560,13 @@ impl Memory {
         let loaded = self.loaded;
         let mut tables = Vec::with_capacity(self.arenas.len());
         let mut sum = 0u128;
+        let mut isolated = true;
         for a in 0..self.arenas.len() {
             let old = loaded.map(|s| self.states.get(s.0).tables[a]);
             let t = self.capture_arena(a, old);
-            sum = sum.wrapping_add(self.tables.get(t).sum);
+            let table = self.tables.get(t);
+            sum = sum.wrapping_add(table.sum);
+            isolated &= table.foreign == 0;
             tables.push(t);
         }
         let mut fp = hash::finish(sum);
@@ -554,13 +576,14 @@ impl Memory {
         let id = StateId(self.states.insert(StateData {
             tables: tables.into(),
             fingerprint: Fingerprint(fp),
+            isolated,
         }));
         self.states.retain(id.0);
         if let Some(old) = self.loaded.replace(id) {
             self.release(old);
         }
         self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
-        self.pending_at = None;
+        self.forget_changes();
         id
     }
 
@@ -571,16 +594,60 @@ impl Memory {
     /// or reads only the pages found here, as long as no code entered an
     /// arena in between.
     pub fn changes(&mut self) -> &[bool] {
+        self.find_changes(None)
+    }
+
+    /// [`Memory::changes`], comparing only `touched`: the caller knows that
+    /// no code wrote the other arenas since the loaded state was captured
+    /// or restored (see [`Memory::isolated`]), and they count as unchanged.
+    /// With `MemoryConfig::verify_touched` every arena is compared, and an
+    /// arena outside `touched` that changed is a panic.
+    pub fn changes_among(&mut self, touched: &[ArenaId]) -> &[bool] {
+        if self.config.verify_touched {
+            let all = self.find_changes(None).to_vec();
+            for (a, &changed) in all.iter().enumerate() {
+                assert!(
+                    !changed || touched.contains(&ArenaId(a)),
+                    "{} changed, but the caller said only {:?} could have",
+                    self.arenas[a].name,
+                    touched.iter().map(|t| &self.arenas[t.0].name).collect::<Vec<_>>()
+                );
+            }
+            return &self.pending_changed;
+        }
+        self.find_changes(Some(touched))
+    }
+
+    /// Whether no arena of `state` holds a word that points into another
+    /// arena. Then code that runs in some arenas (entering them, and
+    /// reaching objects only through their roots) can write no other
+    /// arena: every pointer it can follow stays inside the arenas it
+    /// started from (globals never point into arenas, see
+    /// `crate::globals`). A word that merely looks like a pointer counts.
+    pub fn isolated(&self, state: StateId) -> bool {
+        self.states.get(state.0).isolated
+    }
+
+    fn find_changes(&mut self, touched: Option<&[ArenaId]>) -> &[bool] {
         let loaded = self.loaded.expect("changes before any capture");
         let entries = ENTRIES.load(Ordering::Relaxed);
-        if self.pending_at == Some((entries, loaded)) {
-            return &self.pending_changed;
+        // A comparison of every arena answers any question; one of some
+        // arenas only the same question.
+        if let Some((e, s, among)) = &self.pending_at {
+            if *e == entries && *s == loaded && (among.is_empty() || touched == Some(&among[..])) {
+                return &self.pending_changed;
+            }
         }
         let n = self.arenas.len();
         self.pending.resize_with(n, Vec::new);
         self.pending_changed.resize(n, false);
         let mut candidates = std::mem::take(&mut self.scratch_pages);
         for a in 0..n {
+            if touched.is_some_and(|t| !t.contains(&ArenaId(a))) {
+                self.pending[a].clear();
+                self.pending_changed[a] = false;
+                continue;
+            }
             let used = self.checked_used(a);
             let old = self.states.get(loaded.0).tables[a];
             let table = self.tables.get(old);
@@ -615,16 +682,19 @@ impl Memory {
             self.pending[a] = diff;
         }
         self.scratch_pages = candidates;
-        self.pending_at = Some((entries, loaded));
+        let mut among = std::mem::take(&mut self.pending_among);
+        among.clear();
+        among.extend_from_slice(touched.unwrap_or(&[]));
+        self.pending_at = Some((entries, loaded, among));
         &self.pending_changed
     }
 
     /// The pages [`Memory::changes`] found in arena `a`, if that still
     /// holds.
     fn pending_for(&self, a: usize) -> Option<&[usize]> {
-        match self.pending_at {
-            Some((entries, state))
-                if Some(state) == self.loaded && entries == ENTRIES.load(Ordering::Relaxed) =>
+        match &self.pending_at {
+            Some((entries, state, _))
+                if Some(*state) == self.loaded && *entries == ENTRIES.load(Ordering::Relaxed) =>
             {
                 Some(&self.pending[a])
             }
@@ -670,7 +740,7 @@ impl Memory {
             // SAFETY: as above, page i is committed and `len` bytes long.
             let bytes = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
             let h = hasher.hash_relocated(bytes, &self.reloc);
-            let id = self.pages.intern(bytes, h);
+            let id = self.pages.intern(bytes, h, |d| self.reloc.arena_mask(d));
             let before = match old {
                 Some(t) => self.page_of(self.tables.get(t), i),
                 None => NO_PAGE,
@@ -772,14 +842,17 @@ impl Memory {
     ) -> u32 {
         let npages = pages_of(used);
         let nchunks = npages.div_ceil(CHUNK);
-        let (mut sum, old_np, mut chunks) = match old {
+        let (mut sum, old_np, mut chunks, mut foreign) = match old {
             Some(t) => {
                 let table = self.tables.get(t);
                 let keep: Vec<u32> = table.chunks.iter().copied().take(nchunks).collect();
-                (table.sum, pages_of(table.used), keep)
+                (table.sum, pages_of(table.used), keep, table.foreign)
             }
-            None => (0u128, 0, Vec::new()),
+            None => (0u128, 0, Vec::new(), 0),
         };
+        // Whether a page of this arena points into another one.
+        let own = if a < 63 { 1u64 << a } else { 0 };
+        let alien = |pages: &PageStore, id: PageId| u32::from(pages.arenas(id) & !own != 0);
         for &c in &chunks {
             self.chunks.retain(c);
         }
@@ -789,8 +862,12 @@ impl Memory {
         // Each chunk is copied at most once per capture: `owned` remembers the
         // last chunk index made private to this table.
         let mut owned = usize::MAX;
-        let mut set =
-            |this: &mut Memory, chunks: &mut Vec<u32>, sum: &mut u128, i: usize, new: PageId| {
+        let mut set = |this: &mut Memory,
+                       chunks: &mut Vec<u32>,
+                       sum: &mut u128,
+                       foreign: &mut u32,
+                       i: usize,
+                       new: PageId| {
                 let ci = i / CHUNK;
                 if owned != ci {
                     let c = chunks[ci];
@@ -808,24 +885,27 @@ impl Memory {
                 let before = std::mem::replace(slot, new);
                 if before != NO_PAGE {
                     *sum = sum.wrapping_sub(hash::term(a, i, this.pages.hash(before)));
+                    *foreign -= alien(&this.pages, before);
                     this.pages.release(before);
                 }
                 if new != NO_PAGE {
                     *sum = sum.wrapping_add(hash::term(a, i, this.pages.hash(new)));
+                    *foreign += alien(&this.pages, new);
                 }
             };
         for &(i, id) in changes {
-            set(self, &mut chunks, &mut sum, i, id);
+            set(self, &mut chunks, &mut sum, &mut foreign, i, id);
         }
         // Pages beyond the new end: dropped from kept chunks, and their
         // terms subtracted whether or not their chunk is kept.
         for i in npages..old_np {
             if i / CHUNK < nchunks {
-                set(self, &mut chunks, &mut sum, i, NO_PAGE);
+                set(self, &mut chunks, &mut sum, &mut foreign, i, NO_PAGE);
             } else {
                 let t = old.expect("old pages imply an old table");
                 let before = self.page_of(self.tables.get(t), i);
                 sum = sum.wrapping_sub(hash::term(a, i, self.pages.hash(before)));
+                foreign -= alien(&self.pages, before);
             }
         }
         self.tables.insert(Table {
@@ -833,6 +913,7 @@ impl Memory {
             sum,
             chunks: chunks.into(),
             tag: None,
+            foreign,
         })
     }
 
@@ -853,7 +934,14 @@ impl Memory {
         }
         // Nothing has run since this restore: memory equals the loaded state.
         self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
-        self.pending_at = None;
+        self.forget_changes();
+    }
+
+    /// Drops what [`Memory::changes`] found (keeping its lists' memory).
+    fn forget_changes(&mut self) {
+        if let Some((_, _, among)) = self.pending_at.take() {
+            self.pending_among = among;
+        }
     }
 
     fn choose_mode(rt: &ArenaRt, npages: usize) -> Mode {

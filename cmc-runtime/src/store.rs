@@ -103,6 +103,10 @@ struct PageSlot {
     data: Box<[u8]>,
     hash: u128,
     refs: u32,
+    /// The arenas the page's words point into (see
+    /// `Relocation::arena_mask`), computed when the contents were first
+    /// stored.
+    arenas: u64,
 }
 
 /// How many spare full-page buffers the store keeps for reuse.
@@ -131,7 +135,12 @@ impl PageStore {
 
     /// Returns the id of the page with these contents (whose hash is `hash`),
     /// storing it if it is new, and adds one reference.
-    pub(crate) fn intern(&mut self, bytes: &[u8], hash: u128) -> PageId {
+    pub(crate) fn intern(
+        &mut self,
+        bytes: &[u8],
+        hash: u128,
+        arenas: impl FnOnce(&[u8]) -> u64,
+    ) -> PageId {
         assert!(bytes.len() <= PAGE, "a page of {} bytes", bytes.len());
         let slots = &self.slots;
         if let Some(&id) = self.index.find(hash as u64, |&id| {
@@ -155,6 +164,7 @@ impl PageStore {
         };
         self.bytes += data.len();
         let slot = PageSlot {
+            arenas: arenas(&data),
             data,
             hash,
             refs: 1,
@@ -214,6 +224,12 @@ impl PageStore {
         self.slots[id as usize].hash
     }
 
+    /// The arenas the page points into (bit k: arena k, 63 and up share
+    /// bit 63).
+    pub(crate) fn arenas(&self, id: PageId) -> u64 {
+        self.slots[id as usize].arenas
+    }
+
     /// Distinct pages stored.
     pub(crate) fn pages(&self) -> usize {
         self.slots.len() - self.free.len()
@@ -241,9 +257,9 @@ mod tests {
         let b = vec![2u8; 100];
         let ha = crate::hash::fold_hash(&a);
         let hb = crate::hash::fold_hash(&b);
-        let ia = store.intern(&a, ha);
-        let ia2 = store.intern(&a, ha);
-        let ib = store.intern(&b, hb);
+        let ia = store.intern(&a, ha, |_| 0);
+        let ia2 = store.intern(&a, ha, |_| 0);
+        let ib = store.intern(&b, hb, |_| 0);
         assert_eq!(ia, ia2);
         assert_ne!(ia, ib);
         assert_eq!(store.pages(), 2);
@@ -255,7 +271,7 @@ mod tests {
         assert_eq!(store.pages(), 1);
         assert_eq!(store.bytes(), 100);
         // The freed slot is reused and the index no longer finds the old page.
-        let ic = store.intern(&a, ha);
+        let ic = store.intern(&a, ha, |_| 0);
         assert_eq!(store.refs(ic), 1);
         assert_eq!(store.data(ic), &a[..]);
         assert_eq!(store.data(ib), &b[..]);
@@ -266,13 +282,13 @@ mod tests {
         // The store compares contents, not only hashes: a forced collision
         // must not merge two pages.
         let mut store = PageStore::new();
-        let x = store.intern(b"first", 42);
-        let y = store.intern(b"second", 42);
+        let x = store.intern(b"first", 42, |_| 0);
+        let y = store.intern(b"second", 42, |_| 0);
         assert_ne!(x, y);
         assert_eq!(store.data(x), b"first");
         assert_eq!(store.data(y), b"second");
         store.release(x);
-        assert_eq!(store.intern(b"second", 42), y);
+        assert_eq!(store.intern(b"second", 42, |_| 0), y);
     }
 
     #[test]

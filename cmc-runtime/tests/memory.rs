@@ -495,3 +495,96 @@ fn changes_names_exactly_the_arenas_that_differ_and_what_follows_it_is_exact() {
         );
     }
 }
+
+fn two_arenas(config: MemoryConfig) -> (Memory, ArenaId, ArenaId) {
+    let mut mem = Memory::new(config);
+    let a = mem
+        .add_arena("process 0", ArenaConfig::new().reserve(16 << 20))
+        .unwrap();
+    let b = mem
+        .add_arena("process 1", ArenaConfig::new().reserve(16 << 20))
+        .unwrap();
+    (mem, a, b)
+}
+
+#[test]
+fn a_state_is_isolated_until_an_arena_points_into_another() {
+    let (mut mem, a, b) = two_arenas(MemoryConfig::default());
+    let root: *mut Vec<usize> = {
+        let _in = mem.enter(a);
+        let mut v = Vec::with_capacity(4);
+        v.push(0);
+        Box::into_raw(Box::new(v))
+    };
+    let target: *mut u64 = {
+        let _in = mem.enter(b);
+        Box::into_raw(Box::new(7u64))
+    };
+    let set = |mem: &Memory, word: usize| {
+        let _in = mem.enter(a);
+        // SAFETY: the live root of arena a, whose vector has one element.
+        unsafe { (&mut *root)[0] = word };
+    };
+    let s0 = mem.capture();
+    assert!(mem.isolated(s0), "nothing points across arenas yet");
+    set(&mem, target as usize);
+    let s1 = mem.capture();
+    assert!(!mem.isolated(s1), "process 0 now points into process 1");
+    set(&mem, root as usize);
+    let s2 = mem.capture();
+    assert!(mem.isolated(s2), "a pointer into its own arena isolates nothing");
+    set(&mem, target as usize + 3);
+    let s3 = mem.capture();
+    assert!(!mem.isolated(s3), "an interior pointer counts");
+    mem.restore(s1);
+    assert!(!mem.isolated(s1) && mem.isolated(s2), "isolation belongs to the state");
+    set(&mem, 0);
+    let s4 = mem.capture();
+    assert!(mem.isolated(s4), "the pointer is gone again");
+}
+
+#[test]
+fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_list() {
+    let (mut mem, a, b) = two_arenas(MemoryConfig::default());
+    let in_b: *mut u64 = {
+        let _in = mem.enter(b);
+        Box::into_raw(Box::new(7u64))
+    };
+    let s0 = mem.capture();
+    let write_b = |mem: &Memory, v: u64| {
+        let _in = mem.enter(b);
+        // SAFETY: a live object of arena b.
+        unsafe { *in_b = v };
+    };
+    write_b(&mem, 8);
+    assert_eq!(mem.changes_among(&[a]), &[false, false], "b was not compared");
+    assert_eq!(mem.changes_among(&[a, b]), &[false, true]);
+    assert_eq!(mem.changes(), &[false, true]);
+    mem.restore(s0);
+    // SAFETY: a live object of arena b.
+    assert_eq!(unsafe { *in_b }, 7, "the restore after changes_among undid the write");
+
+    let (mut mem, a, b) = two_arenas(MemoryConfig::default().verify_touched(true));
+    let in_b: *mut u64 = {
+        let _in = mem.enter(b);
+        Box::into_raw(Box::new(7u64))
+    };
+    let _ = mem.capture();
+    {
+        let _in = mem.enter(b);
+        // SAFETY: a live object of arena b.
+        unsafe { *in_b = 9 };
+    }
+    let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mem.changes_among(&[a]).to_vec()
+    }));
+    let message = wrong.expect_err("verification must catch the write to b");
+    let message = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        message.contains("process 1 changed"),
+        "unexpected message: {message}"
+    );
+}

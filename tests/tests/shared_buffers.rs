@@ -397,11 +397,15 @@ fn shared_buffers_count_by_content() {
         format!("Bfs: bytes {n} vec {n} arc {n}; Dfs: bytes {n} vec {n} arc {n}"),
         "every buffer type counts the reference's states"
     );
-    // The same in two other processes (other addresses, other buffers).
-    for _ in 0..2 {
+    // The same in two other processes (other addresses, other buffers),
+    // the second comparing every arena after every transition and failing
+    // if one changed that the isolation argument said could not (shared
+    // buffers make some states non-isolated, others stay isolated).
+    for verify in ["0", "1"] {
         let out = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "shared_buffers_count_by_content", "--nocapture"])
             .env("CMC_SHARED_CHILD", "1")
+            .env("CMC_VERIFY_TOUCHED", verify)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
