@@ -259,6 +259,8 @@ pub(crate) struct Engine<'m, P: Process> {
     /// and the components it computed.
     changed: Vec<bool>,
     computed: Vec<(ArenaId, u128)>,
+    /// The sum of components [`Engine::pending_fingerprint`] found last.
+    pending_sum: u128,
 }
 
 /// How one type of the model is fingerprinted.
@@ -474,14 +476,15 @@ struct Parts<'a, P: Process> {
 
 impl<P: Process> Parts<'_, P> {
     /// The fingerprint of `state`, the loaded state, computed by `fp`;
-    /// components are cached on the page tables when `cached`.
+    /// components are cached on the page tables, and their sum on the
+    /// state, when `cached`.
     fn fingerprint(
-        self,
+        mut self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
         cached: bool,
     ) -> Result<Fingerprint, ViolationRecord> {
-        self.combine(
+        let (fingerprint, sum) = self.combine(
             fp,
             state,
             |mem, arena| mem.tag(state, arena).filter(|_| cached),
@@ -490,7 +493,11 @@ impl<P: Process> Parts<'_, P> {
                     mem.set_tag(state, arena, c);
                 }
             },
-        )
+        )?;
+        if cached {
+            self.mem.set_state_tag(state, sum);
+        }
+        Ok(fingerprint)
     }
 
     /// The fingerprint of the loaded memory, a successor of `pre` not
@@ -499,15 +506,44 @@ impl<P: Process> Parts<'_, P> {
     /// sources computed from the live objects (a value's or an abstraction's
     /// hash), which need no captured state. The components computed are
     /// left in `computed` as (arena, component), for tagging the state
-    /// once captured.
+    /// once captured, with the sum of all components (returned). When
+    /// `pre` carries its sum and its components, the cost is that of the
+    /// changed arenas alone.
     fn fingerprint_changed(
-        self,
+        mut self,
         fp: &mut Fingerprinter<P>,
         pre: StateId,
         changed: &[bool],
         computed: &mut Vec<(ArenaId, u128)>,
-    ) -> Result<Fingerprint, ViolationRecord> {
+    ) -> Result<(Fingerprint, u128), ViolationRecord> {
         computed.clear();
+        if let Some(mut sum) = self.mem.state_tag(pre) {
+            let n = self.arenas.len();
+            let mut complete = true;
+            for i in 0..=n {
+                let arena = if i < n { self.arenas[i] } else { self.env_arena };
+                if !changed[arena.0] {
+                    continue;
+                }
+                let Some(old) = self.mem.tag(pre, arena) else {
+                    complete = false;
+                    break;
+                };
+                let c = if i < n {
+                    self.process_component(fp, i, pre)?
+                } else {
+                    self.env_component(fp, pre)?
+                };
+                computed.push((arena, c));
+                sum = sum
+                    .wrapping_sub(crate::hash::term(i, usize::MAX, old))
+                    .wrapping_add(crate::hash::term(i, usize::MAX, c));
+            }
+            if complete {
+                return Ok((self.finish(sum), sum));
+            }
+            computed.clear();
+        }
         self.combine(
             fp,
             pre,
@@ -516,17 +552,27 @@ impl<P: Process> Parts<'_, P> {
         )
     }
 
+    /// The fingerprint a sum of components gives.
+    fn finish(&self, sum: u128) -> Fingerprint {
+        let mut fp = crate::hash::finish(sum);
+        if self.model.width == FingerprintWidth::Bits64 {
+            fp &= u64::MAX as u128;
+        }
+        Fingerprint(fp)
+    }
+
     /// Sums the components of the processes and the environment: `known`
     /// gives an arena's component when it need not be computed, `computed`
     /// receives each one that was. `state` is the loaded state for the
-    /// sources that read a captured state.
+    /// sources that read a captured state. Returns the fingerprint and the
+    /// sum.
     fn combine(
-        mut self,
+        &mut self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
         known: impl Fn(&Memory, ArenaId) -> Option<u128>,
         mut computed: impl FnMut(&mut Memory, ArenaId, u128),
-    ) -> Result<Fingerprint, ViolationRecord> {
+    ) -> Result<(Fingerprint, u128), ViolationRecord> {
         let mut sum = 0u128;
         for i in 0..self.arenas.len() {
             let arena = self.arenas[i];
@@ -550,11 +596,7 @@ impl<P: Process> Parts<'_, P> {
             }
         };
         sum = sum.wrapping_add(crate::hash::term(self.arenas.len(), usize::MAX, c));
-        let mut fp = crate::hash::finish(sum);
-        if self.model.width == FingerprintWidth::Bits64 {
-            fp &= u64::MAX as u128;
-        }
-        Ok(Fingerprint(fp))
+        Ok((self.finish(sum), sum))
     }
 
     /// Runs a source's function (user code) in checker memory.
@@ -870,6 +912,7 @@ impl<'m, P: Process> Engine<'m, P> {
             seed_base: None,
             changed: Vec::new(),
             computed: Vec::new(),
+            pending_sum: 0,
             at: 0,
             nodes: Vec::new(),
             choice_pool: Vec::new(),
@@ -935,7 +978,10 @@ impl<'m, P: Process> Engine<'m, P> {
             roots: &self.roots,
             env: self.env,
         };
-        parts.fingerprint_changed(&mut self.fp, pre, &self.changed, &mut self.computed)
+        let (fingerprint, sum) =
+            parts.fingerprint_changed(&mut self.fp, pre, &self.changed, &mut self.computed)?;
+        self.pending_sum = sum;
+        Ok(fingerprint)
     }
 
     /// Tags `state`, just captured after [`Engine::pending_fingerprint`],
@@ -945,6 +991,7 @@ impl<'m, P: Process> Engine<'m, P> {
         for &(arena, c) in &self.computed {
             self.mem.set_tag(state, arena, c);
         }
+        self.mem.set_state_tag(state, self.pending_sum);
     }
 
     /// The fingerprint of `state` (the loaded state) as traces record it:

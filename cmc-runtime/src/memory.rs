@@ -21,7 +21,7 @@
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::alloc::Entered;
 use crate::arena::{Arena, ArenaConfig, ArenaExhausted, Tracking};
@@ -172,6 +172,9 @@ struct StateData {
     fingerprint: Fingerprint,
     /// No arena holds a word that points into another arena.
     isolated: bool,
+    /// A value a client computed from this state (see
+    /// [`Memory::set_state_tag`]).
+    tag: Option<u128>,
 }
 
 #[derive(Debug)]
@@ -201,10 +204,6 @@ const SCAN_NS_PER_PAGE: f64 = 55.0;
 const MPROTECT_NS_PER_DIRTY_PAGE: f64 = 5000.0;
 const MPROTECT_NS_FIXED: f64 = 3000.0;
 
-/// Entries into arenas so far; a restore can skip re-comparing scan-mode
-/// arenas when no code has run in any arena since the last capture.
-static ENTRIES: AtomicU64 = AtomicU64::new(0);
-
 /// A model's arenas and the states captured from them.
 ///
 /// Dropping the memory unmaps its arenas without running destructors of the
@@ -219,7 +218,14 @@ pub struct Memory {
     states: Slab<StateData>,
     /// The state memory holds (retained), if any capture happened.
     loaded: Option<StateId>,
-    /// `ENTRIES` at the last capture.
+    /// Entries into arenas so far (by [`Memory::enter`]); a restore can
+    /// skip re-comparing scan-mode arenas when no code has run in any arena
+    /// since the last capture. Per memory, not global: the checker's
+    /// thread is the only one that enters (a thread user code starts
+    /// allocates in its creator's arena without entering), and a global
+    /// count would be shared with other memories in other threads.
+    entries: std::cell::Cell<u64>,
+    /// `entries` at the last capture.
     entries_at_capture: u64,
     /// The range spanned by this memory's arenas, whose pointers are hashed
     /// as offsets so fingerprints do not depend on where arenas are mapped.
@@ -234,7 +240,7 @@ pub struct Memory {
     /// whether the arena differs at all.
     pending: Vec<Vec<usize>>,
     pending_changed: Vec<bool>,
-    /// `ENTRIES` and the loaded state when `pending` was found: it holds
+    /// `entries` and the loaded state when `pending` was found: it holds
     /// while both are unchanged (no code entered an arena since).
     /// The arenas it compared (empty: all).
     pending_at: Option<(u64, StateId, Vec<ArenaId>)>,
@@ -264,6 +270,7 @@ impl Memory {
             tables: Slab::new(),
             states: Slab::new(),
             loaded: None,
+            entries: std::cell::Cell::new(0),
             entries_at_capture: u64::MAX,
             reloc: Relocation::modules(),
             id_reloc: Relocation::identity(),
@@ -322,7 +329,7 @@ impl Memory {
 
     /// Makes allocations on this thread go to `arena` until the guard drops.
     pub fn enter(&self, arena: ArenaId) -> Entered<'_> {
-        ENTRIES.fetch_add(1, Ordering::Relaxed);
+        self.entries.set(self.entries.get().wrapping_add(1));
         // SAFETY: the arena lives as long as `self`, which the guard borrows.
         unsafe { Entered::new(self.arenas[arena.0].arena.ctl_ptr()) }
     }
@@ -577,12 +584,13 @@ impl Memory {
             tables: tables.into(),
             fingerprint: Fingerprint(fp),
             isolated,
+            tag: None,
         }));
         self.states.retain(id.0);
         if let Some(old) = self.loaded.replace(id) {
             self.release(old);
         }
-        self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
+        self.entries_at_capture = self.entries.get();
         self.forget_changes();
         id
     }
@@ -618,6 +626,17 @@ impl Memory {
         self.find_changes(Some(touched))
     }
 
+    /// The value set on `state` by [`Memory::set_state_tag`], if any.
+    pub fn state_tag(&self, state: StateId) -> Option<u128> {
+        self.states.get(state.0).tag
+    }
+
+    /// Attaches a client value to `state` (a function of the whole state,
+    /// such as the sum its fingerprint was finished from).
+    pub fn set_state_tag(&mut self, state: StateId, tag: u128) {
+        self.states.get_mut(state.0).tag = Some(tag);
+    }
+
     /// Whether no arena of `state` holds a word that points into another
     /// arena. Then code that runs in some arenas (entering them, and
     /// reaching objects only through their roots) can write no other
@@ -630,7 +649,7 @@ impl Memory {
 
     fn find_changes(&mut self, touched: Option<&[ArenaId]>) -> &[bool] {
         let loaded = self.loaded.expect("changes before any capture");
-        let entries = ENTRIES.load(Ordering::Relaxed);
+        let entries = self.entries.get();
         // A comparison of every arena answers any question; one of some
         // arenas only the same question.
         if let Some((e, s, among)) = &self.pending_at {
@@ -692,14 +711,14 @@ impl Memory {
     /// The pages [`Memory::changes`] found in arena `a`, if that still
     /// holds.
     fn pending_for(&self, a: usize) -> Option<&[usize]> {
-        match &self.pending_at {
-            Some((entries, state, _))
-                if Some(*state) == self.loaded && *entries == ENTRIES.load(Ordering::Relaxed) =>
-            {
-                Some(&self.pending[a])
-            }
-            _ => None,
-        }
+        self.pending_valid().then(|| &self.pending[a][..])
+    }
+
+    /// Whether what [`Memory::changes`] found still holds: no code entered
+    /// an arena since, and the same state is loaded.
+    fn pending_valid(&self) -> bool {
+        matches!(&self.pending_at, Some((entries, state, _))
+            if Some(*state) == self.loaded && *entries == self.entries.get())
     }
 
     /// The used length of arena `a`, checked against its committed memory.
@@ -922,7 +941,23 @@ impl Memory {
     /// transition.
     pub fn restore(&mut self, state: StateId) {
         let loaded = self.loaded.expect("restore before any capture");
-        let synced = ENTRIES.load(Ordering::Relaxed) == self.entries_at_capture;
+        if loaded == state && self.pending_valid() {
+            // Back to the loaded state after a transition whose changes
+            // are known: only arenas with changed pages, or with write
+            // protection to re-arm, need anything.
+            for a in 0..self.arenas.len() {
+                let rt = &self.arenas[a];
+                if rt.mode == Mode::Scan && rt.all_writable && self.pending[a].is_empty() {
+                    continue;
+                }
+                let t = self.states.get(state.0).tables[a];
+                self.restore_arena(a, t, t, false);
+            }
+            self.entries_at_capture = self.entries.get();
+            self.forget_changes();
+            return;
+        }
+        let synced = self.entries.get() == self.entries_at_capture;
         for a in 0..self.arenas.len() {
             let from = self.states.get(loaded.0).tables[a];
             let to = self.states.get(state.0).tables[a];
@@ -933,7 +968,7 @@ impl Memory {
             self.release(old);
         }
         // Nothing has run since this restore: memory equals the loaded state.
-        self.entries_at_capture = ENTRIES.load(Ordering::Relaxed);
+        self.entries_at_capture = self.entries.get();
         self.forget_changes();
     }
 
