@@ -557,7 +557,11 @@ fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_
         unsafe { *in_b = v };
     };
     write_b(&mem, 8);
-    assert_eq!(mem.changes_among(&[a]), &[false, false], "b was not compared");
+    if std::env::var_os("CMC_VERIFY_TOUCHED").is_none_or(|v| v != "1") {
+        // (Verification, when the environment asks for it, would catch
+        // this very call.)
+        assert_eq!(mem.changes_among(&[a]), &[false, false], "b was not compared");
+    }
     assert_eq!(mem.changes_among(&[a, b]), &[false, true]);
     assert_eq!(mem.changes(), &[false, true]);
     mem.restore(s0);
