@@ -521,7 +521,11 @@ impl<P: Process> Parts<'_, P> {
             let n = self.arenas.len();
             let mut complete = true;
             for i in 0..=n {
-                let arena = if i < n { self.arenas[i] } else { self.env_arena };
+                let arena = if i < n {
+                    self.arenas[i]
+                } else {
+                    self.env_arena
+                };
                 if !changed[arena.0] {
                     continue;
                 }

@@ -618,7 +618,10 @@ impl Memory {
                     !changed || touched.contains(&ArenaId(a)),
                     "{} changed, but the caller said only {:?} could have",
                     self.arenas[a].name,
-                    touched.iter().map(|t| &self.arenas[t.0].name).collect::<Vec<_>>()
+                    touched
+                        .iter()
+                        .map(|t| &self.arenas[t.0].name)
+                        .collect::<Vec<_>>()
                 );
             }
             return &self.pending_changed;
@@ -693,7 +696,12 @@ impl Memory {
                 self.candidates(a, Some(old), &mut candidates);
                 candidates.sort_unstable();
                 candidates.dedup();
-                diff.extend(candidates.iter().copied().filter(|&i| i < both && differs(i)));
+                diff.extend(
+                    candidates
+                        .iter()
+                        .copied()
+                        .filter(|&i| i < both && differs(i)),
+                );
             }
             // New pages and pages the heap dropped (a restore rewrites them).
             diff.extend(both..npages.max(old_np));
@@ -845,7 +853,6 @@ impl Memory {
                 candidates.push(npages - 1);
             }
         }
-
     }
 
     /// Builds the successor of table `old` (or a fresh table) in which the
@@ -887,31 +894,31 @@ impl Memory {
                        foreign: &mut u32,
                        i: usize,
                        new: PageId| {
-                let ci = i / CHUNK;
-                if owned != ci {
-                    let c = chunks[ci];
-                    if this.chunks.refs(c) > 1 {
-                        let copy = *this.chunks.get(c);
-                        for &p in copy.iter().filter(|&&p| p != NO_PAGE) {
-                            this.pages.retain(p);
-                        }
-                        this.release_chunk(c);
-                        chunks[ci] = this.chunks.insert(copy);
+            let ci = i / CHUNK;
+            if owned != ci {
+                let c = chunks[ci];
+                if this.chunks.refs(c) > 1 {
+                    let copy = *this.chunks.get(c);
+                    for &p in copy.iter().filter(|&&p| p != NO_PAGE) {
+                        this.pages.retain(p);
                     }
-                    owned = ci;
+                    this.release_chunk(c);
+                    chunks[ci] = this.chunks.insert(copy);
                 }
-                let slot = &mut this.chunks.get_mut(chunks[ci])[i % CHUNK];
-                let before = std::mem::replace(slot, new);
-                if before != NO_PAGE {
-                    *sum = sum.wrapping_sub(hash::term(a, i, this.pages.hash(before)));
-                    *foreign -= alien(&this.pages, before);
-                    this.pages.release(before);
-                }
-                if new != NO_PAGE {
-                    *sum = sum.wrapping_add(hash::term(a, i, this.pages.hash(new)));
-                    *foreign += alien(&this.pages, new);
-                }
-            };
+                owned = ci;
+            }
+            let slot = &mut this.chunks.get_mut(chunks[ci])[i % CHUNK];
+            let before = std::mem::replace(slot, new);
+            if before != NO_PAGE {
+                *sum = sum.wrapping_sub(hash::term(a, i, this.pages.hash(before)));
+                *foreign -= alien(&this.pages, before);
+                this.pages.release(before);
+            }
+            if new != NO_PAGE {
+                *sum = sum.wrapping_add(hash::term(a, i, this.pages.hash(new)));
+                *foreign += alien(&this.pages, new);
+            }
+        };
         for &(i, id) in changes {
             set(self, &mut chunks, &mut sum, &mut foreign, i, id);
         }

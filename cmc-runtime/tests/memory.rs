@@ -532,12 +532,18 @@ fn a_state_is_isolated_until_an_arena_points_into_another() {
     assert!(!mem.isolated(s1), "process 0 now points into process 1");
     set(&mem, root as usize);
     let s2 = mem.capture();
-    assert!(mem.isolated(s2), "a pointer into its own arena isolates nothing");
+    assert!(
+        mem.isolated(s2),
+        "a pointer into its own arena isolates nothing"
+    );
     set(&mem, target as usize + 3);
     let s3 = mem.capture();
     assert!(!mem.isolated(s3), "an interior pointer counts");
     mem.restore(s1);
-    assert!(!mem.isolated(s1) && mem.isolated(s2), "isolation belongs to the state");
+    assert!(
+        !mem.isolated(s1) && mem.isolated(s2),
+        "isolation belongs to the state"
+    );
     set(&mem, 0);
     let s4 = mem.capture();
     assert!(mem.isolated(s4), "the pointer is gone again");
@@ -560,13 +566,21 @@ fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_
     if std::env::var_os("CMC_VERIFY_TOUCHED").is_none_or(|v| v != "1") {
         // (Verification, when the environment asks for it, would catch
         // this very call.)
-        assert_eq!(mem.changes_among(&[a]), &[false, false], "b was not compared");
+        assert_eq!(
+            mem.changes_among(&[a]),
+            &[false, false],
+            "b was not compared"
+        );
     }
     assert_eq!(mem.changes_among(&[a, b]), &[false, true]);
     assert_eq!(mem.changes(), &[false, true]);
     mem.restore(s0);
     // SAFETY: a live object of arena b.
-    assert_eq!(unsafe { *in_b }, 7, "the restore after changes_among undid the write");
+    let restored = unsafe { *in_b };
+    assert_eq!(
+        restored, 7,
+        "the restore after changes_among undid the write"
+    );
 
     let (mut mem, a, b) = two_arenas(MemoryConfig::default().verify_touched(true));
     let in_b: *mut u64 = {
