@@ -24,6 +24,7 @@ use crate::trace::{
     CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
     ViolationRecord, TRACE_VERSION,
 };
+use crate::tree::{Tree, NO_PARENT};
 use crate::visited::Visited;
 use crate::world::World;
 
@@ -121,20 +122,6 @@ fn crash_steps(
     });
     Some(steps)
 }
-
-/// A node of the search tree: how a stored state was first reached.
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    parent: u32,
-    actor: u32,
-    handler: u32,
-    choices_at: u32,
-    choices_len: u32,
-    /// The random-seed variant of the step that reached it.
-    seed: u32,
-}
-
-const NO_PARENT: u32 = u32::MAX;
 
 struct Outcome {
     /// The choices made, as (value, range).
@@ -242,8 +229,9 @@ pub(crate) struct Engine<'m, P: Process> {
     /// Global invariants registered with `#[cmc::invariant]` for `P`.
     registered: Vec<(&'static str, crate::registry::ErasedCheck)>,
     initial: StateId,
-    nodes: Vec<Node>,
-    choice_pool: Vec<usize>,
+    /// How each stored state was first reached (shared with the parent
+    /// process in an isolated run, see [`crate::tree`]).
+    tree: Tree,
     fp: Fingerprinter<P>,
     globals: Globals,
     /// The seed base of the state being expanded (see
@@ -902,6 +890,10 @@ impl<'m, P: Process> Engine<'m, P> {
         let initial = mem.capture();
         let fp = Fingerprinter::new(model, mode, &mem, &arenas, &roots, env_arena, env)
             .map_err(SetupFailure::Error)?;
+        let tree = match isolate::tree_view() {
+            Some(view) => view,
+            None => Tree::new(false).map_err(err)?,
+        };
         Ok(Engine {
             model,
             mem,
@@ -918,8 +910,7 @@ impl<'m, P: Process> Engine<'m, P> {
             computed: Vec::new(),
             pending_sum: 0,
             at: 0,
-            nodes: Vec::new(),
-            choice_pool: Vec::new(),
+            tree,
             fp,
             globals,
         })
@@ -1495,51 +1486,24 @@ impl<'m, P: Process> Engine<'m, P> {
         (count > 0).then_some((count, bytes))
     }
 
-    fn record_node(&mut self, parent: u32, e: Event, choices: &[usize], seed: u32) -> u32 {
-        let id = u32::try_from(self.nodes.len()).expect("more than 2^32 states");
-        self.nodes.push(Node {
-            parent,
-            actor: if e.actor == ENV {
-                u32::MAX
-            } else {
-                e.actor as u32
-            },
-            handler: e.handler as u32,
-            choices_at: self.choice_pool.len() as u32,
-            choices_len: choices.len() as u32,
-            seed,
-        });
-        self.choice_pool.extend_from_slice(choices);
+    /// Records the node of a new state reached from `parent` by `e`;
+    /// `None` when the search tree has no room left.
+    fn record_node(&mut self, parent: u32, e: Event, choices: &[usize], seed: u32) -> Option<u32> {
         let actor = if e.actor == ENV {
             u32::MAX
         } else {
             e.actor as u32
         };
-        isolate::record_node(parent, actor, e.handler as u32, seed, choices);
-        id
+        self.tree
+            .push(parent, actor, e.handler as u32, seed, choices)
     }
 
-    fn path(&self, mut node: u32) -> Vec<RawStep> {
-        let mut steps = Vec::new();
-        while node != NO_PARENT && self.nodes[node as usize].parent != NO_PARENT {
-            let n = self.nodes[node as usize];
-            let at = n.choices_at as usize;
-            steps.push(RawStep {
-                event: Event {
-                    actor: if n.actor == u32::MAX {
-                        ENV
-                    } else {
-                        n.actor as usize
-                    },
-                    handler: n.handler as usize,
-                },
-                choices: self.choice_pool[at..at + n.choices_len as usize].to_vec(),
-                seed: n.seed,
-            });
-            node = n.parent;
-        }
-        steps.reverse();
-        steps
+    fn path(&self, node: u32) -> Vec<RawStep> {
+        logged_path(
+            self.tree
+                .path(node)
+                .expect("the path to a node the search recorded"),
+        )
     }
 
     fn show(&self, actor: usize) -> Option<String> {
@@ -1864,6 +1828,14 @@ impl<P: Process> Search<'_, '_, P> {
             self.interrupted = Some(signal);
             return true;
         }
+        if self.engine.tree.full() {
+            self.bounded = true;
+            self.bounded_by = Some(format!(
+                "the search tree is full: it has room for {} states",
+                self.engine.tree.room()
+            ));
+            return true;
+        }
         let b = &self.engine.model.bounds;
         if let Some(m) = b.max_states.filter(|&m| self.stats.unique >= m as u64) {
             self.bounded = true;
@@ -1919,7 +1891,7 @@ impl<P: Process> Search<'_, '_, P> {
 
     fn run(&mut self) {
         let initial = self.engine.initial;
-        let root = self.engine.record_node(
+        let Some(root) = self.engine.record_node(
             NO_PARENT,
             Event {
                 actor: ENV,
@@ -1927,7 +1899,10 @@ impl<P: Process> Search<'_, '_, P> {
             },
             &[],
             0,
-        );
+        ) else {
+            self.stop_requested();
+            return;
+        };
         let fp = match self.engine.state_fingerprint(initial) {
             Ok(fp) => fp,
             Err(record) => {
@@ -2345,10 +2320,15 @@ impl<P: Process> Search<'_, '_, P> {
                 return (ranges, drew);
             }
         }
+        let Some(node) = e.record_node(item.node, event, &step.choices, seed) else {
+            // The search tree is full: the search stops, bounded (see
+            // `stop_requested`).
+            e.mem.release(succ);
+            return (ranges, drew);
+        };
         self.stats.unique += 1;
         let depth = item.depth + 1;
         self.stats.max_depth = self.stats.max_depth.max(depth);
-        let node = e.record_node(item.node, event, &step.choices, seed);
         isolate::publish(
             self.stats.unique,
             self.stats.transitions,

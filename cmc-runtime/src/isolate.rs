@@ -15,28 +15,17 @@ use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Layout of the crash log, in 64-bit words:
-///
-/// * `[0]` the magic word, `[1]` the length of the current record, then
-///   `CURRENT` words: what the child is doing right now (the node it
-///   expands and the step it runs, or the replay step);
-/// * the node count, then room for records of three words (parent, actor,
-///   handler and choice count packed, offset of the choices): a mirror of the
-///   search tree, appended once per stored state;
-/// * the choice count, then room for the choice values.
-///
-/// The mapping is shared, anonymous and not reserved: only the pages
-/// written cost memory. Recording is O(1) per state and per transition.
+use crate::tree::Tree;
+
+/// Layout of the crash log, in 64-bit words: `[0]` the magic word, `[1]`
+/// the length of the current record, then `CURRENT` words: what the child
+/// is doing right now (the node it expands and the step it runs, or the
+/// replay step); then the status block. Beside it, in a mapping of its own,
+/// the search tree ([`crate::tree`]): the child records every stored state
+/// there, once, and the parent reads from it the path to the state a
+/// crashed child was expanding. Recording is O(1) per state and per
+/// transition.
 const CURRENT: usize = 1 << 12;
-/// Room for 2^29 stored states and 2^31 choice values: 28 GiB of address
-/// space, of which only the pages written cost memory (a search that
-/// stores more states than its machine's memory holds never gets there).
-/// Where the system refuses that much (strict overcommit), smaller logs
-/// are tried, down to 2^24 states.
-const NODES_MAX: usize = 1 << 29;
-const NODES_MIN: usize = 1 << 24;
-/// Choice values per node the log has room for.
-const CHOICES_PER_NODE: usize = 4;
 /// The status block: what the child is doing (its phase, see [`phase`]),
 /// a heartbeat, and its statistics, which the parent reads while it runs
 /// and after it ended however it ended.
@@ -48,17 +37,15 @@ const STAT_UNIQUE: usize = STATUS_AT + 6;
 const STAT_TRANSITIONS: usize = STATUS_AT + 7;
 const STAT_DEPTH: usize = STATUS_AT + 8;
 const STAT_GENERATED: usize = STATUS_AT + 9;
-const STAT_FULL: usize = STATUS_AT + 10;
-const NODE_COUNT_AT: usize = STATUS_AT + STATUS;
-const NODES_AT: usize = NODE_COUNT_AT + 1;
+/// Words of the log.
+const LOG_WORDS: usize = STATUS_AT + STATUS;
 const MAGIC: u64 = 0x636d_635f_6c6f_6721;
 
 /// The shared crash log.
 pub(crate) struct CrashLog {
     words: *mut AtomicU64,
-    /// Room for this many nodes and choice values.
-    nodes: usize,
-    choices: usize,
+    /// The search tree, shared with the child.
+    tree: Tree,
 }
 
 thread_local! {
@@ -68,52 +55,31 @@ thread_local! {
 
 impl CrashLog {
     fn new() -> std::io::Result<CrashLog> {
-        let mut nodes = NODES_MAX;
-        loop {
-            let choices = nodes * CHOICES_PER_NODE;
-            let len = Self::words_for(nodes, choices) * 8;
-            // SAFETY: an anonymous shared mapping of our own; it stays
-            // mapped until `drop`.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if p != libc::MAP_FAILED {
-                return Ok(CrashLog {
-                    words: p.cast(),
-                    nodes,
-                    choices,
-                });
-            }
-            if nodes <= NODES_MIN {
-                return Err(std::io::Error::last_os_error());
-            }
-            nodes /= 8;
+        let tree = Tree::new(true)?;
+        // SAFETY: an anonymous shared mapping of our own; it stays mapped
+        // until `drop`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LOG_WORDS * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
         }
-    }
-
-    fn words_for(nodes: usize, choices: usize) -> usize {
-        NODES_AT + 3 * nodes + 1 + choices
-    }
-
-    fn choice_count_at(&self) -> usize {
-        NODES_AT + 3 * self.nodes
-    }
-
-    fn choices_at(&self) -> usize {
-        self.choice_count_at() + 1
+        Ok(CrashLog {
+            words: p.cast(),
+            tree,
+        })
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {
-        let len = Self::words_for(self.nodes, self.choices);
-        assert!(i < len, "crash log index {i} out of bounds");
-        // SAFETY: the mapping holds `len` zero-initialised words, and
+        assert!(i < LOG_WORDS, "crash log index {i} out of bounds");
+        // SAFETY: the mapping holds `LOG_WORDS` zero-initialised words, and
         // AtomicU64 has the layout of u64.
         unsafe { &*self.words.add(i) }
     }
@@ -135,16 +101,15 @@ impl CrashLog {
         self.fixed(1).store(n as u64, Ordering::Release);
     }
 
-    /// A word of the log's fixed part (the current record and the status
-    /// block), which every log holds whatever its size: the hot path's
-    /// accessor, without the bounds check of [`CrashLog::word`].
+    /// A word of the log: the hot path's accessor, without the bounds
+    /// check of [`CrashLog::word`].
     #[inline]
     fn fixed(&self, i: usize) -> &AtomicU64 {
-        debug_assert!(i < NODES_AT, "{i} is not in the crash log's fixed part");
-        // SAFETY: every log maps at least `NODES_AT` words (`words_for`),
-        // zero-initialised, and AtomicU64 has the layout of u64; the
-        // callers pass constants or indices bounded by `CURRENT`.
-        unsafe { &*self.words.add(i.min(NODES_AT - 1)) }
+        debug_assert!(i < LOG_WORDS, "{i} is not in the crash log");
+        // SAFETY: the log maps `LOG_WORDS` words, zero-initialised, and
+        // AtomicU64 has the layout of u64; the callers pass constants or
+        // indices bounded by `CURRENT`.
+        unsafe { &*self.words.add(i.min(LOG_WORDS - 1)) }
     }
 
     fn read(&self) -> Option<Vec<u64>> {
@@ -159,82 +124,10 @@ impl CrashLog {
         )
     }
 
-    /// Appends a node of the search tree; false when the log is full.
-    fn push_node(
-        &self,
-        parent: u32,
-        actor: u32,
-        handler: u32,
-        seed: u32,
-        choices: &[usize],
-    ) -> bool {
-        let id = self.word(NODE_COUNT_AT).load(Ordering::Relaxed) as usize;
-        let at = self.word(self.choice_count_at()).load(Ordering::Relaxed) as usize;
-        if id >= self.nodes
-            || at + choices.len() > self.choices
-            || choices.len() > u32::MAX as usize
-        {
-            self.word(STAT_FULL).store(1, Ordering::Relaxed);
-            return false;
-        }
-        for (k, &c) in choices.iter().enumerate() {
-            self.word(self.choices_at() + at + k)
-                .store(c as u64, Ordering::Relaxed);
-        }
-        let base = NODES_AT + 3 * id;
-        self.word(base).store(
-            (u64::from(parent) << 32) | u64::from(actor),
-            Ordering::Relaxed,
-        );
-        self.word(base + 1).store(
-            (u64::from(handler) << 32) | choices.len() as u64,
-            Ordering::Relaxed,
-        );
-        // `at` is below the choices' room, below 2^32.
-        self.word(base + 2)
-            .store((u64::from(seed) << 32) | at as u64, Ordering::Relaxed);
-        self.word(self.choice_count_at())
-            .store((at + choices.len()) as u64, Ordering::Release);
-        self.word(NODE_COUNT_AT)
-            .store(id as u64 + 1, Ordering::Release);
-        true
-    }
-
     /// The steps from the root to `node`, as (actor, handler, seed, choices);
     /// `None` when the node was not recorded.
-    fn ancestry(&self, mut node: u32) -> Option<Vec<LoggedStep>> {
-        let count = self.word(NODE_COUNT_AT).load(Ordering::Acquire) as usize;
-        let mut steps = Vec::new();
-        loop {
-            if node as usize >= count {
-                return None;
-            }
-            let base = NODES_AT + 3 * node as usize;
-            let w0 = self.word(base).load(Ordering::Relaxed);
-            let w1 = self.word(base + 1).load(Ordering::Relaxed);
-            let w2 = self.word(base + 2).load(Ordering::Relaxed);
-            let (seed, at) = ((w2 >> 32) as u32, (w2 & 0xffff_ffff) as usize);
-            let parent = (w0 >> 32) as u32;
-            if parent == u32::MAX {
-                break;
-            }
-            let n = (w1 & 0xffff_ffff) as usize;
-            let choices = (0..n)
-                .map(|k| {
-                    self.word(self.choices_at() + at + k)
-                        .load(Ordering::Relaxed)
-                })
-                .collect();
-            steps.push(LoggedStep {
-                actor: w0 as u32,
-                handler: (w1 >> 32) as u32,
-                seed,
-                choices,
-            });
-            node = parent;
-        }
-        steps.reverse();
-        Some(steps)
+    fn ancestry(&self, node: u32) -> Option<Vec<LoggedStep>> {
+        self.tree.path(node)
     }
 }
 
@@ -306,7 +199,7 @@ impl CrashLog {
             transitions: w(STAT_TRANSITIONS),
             max_depth: w(STAT_DEPTH),
             generated: w(STAT_GENERATED),
-            log_full: w(STAT_FULL) != 0,
+            log_full: self.tree.full(),
         }
     }
 }
@@ -403,34 +296,25 @@ pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
 }
 
 /// A step of the search tree as the crash log holds it.
-#[derive(Clone)]
-pub(crate) struct LoggedStep {
-    pub(crate) actor: u32,
-    pub(crate) handler: u32,
-    pub(crate) seed: u32,
-    pub(crate) choices: Vec<u64>,
-}
+pub(crate) type LoggedStep = crate::tree::TreeStep;
 
 impl Drop for CrashLog {
     fn drop(&mut self) {
         // SAFETY: the mapping is ours and no reference into it survives.
-        unsafe {
-            libc::munmap(
-                self.words.cast(),
-                Self::words_for(self.nodes, self.choices) * 8,
-            )
-        };
+        unsafe { libc::munmap(self.words.cast(), LOG_WORDS * 8) };
     }
 }
 
-/// Records a node of the search tree in the crash log of the isolated run
-/// on this thread, if there is one.
-pub(crate) fn record_node(parent: u32, actor: u32, handler: u32, seed: u32, choices: &[usize]) {
+/// A view of the search tree of the isolated run on this thread, if there
+/// is one: what an engine running in the child records into.
+///
+/// The view must not outlive the run: the engine that takes it is built and
+/// dropped inside the child's work, and the log outlives that work.
+pub(crate) fn tree_view() -> Option<Tree> {
     let log = LOG.with(Cell::get);
-    if !log.is_null() {
-        // SAFETY: the log outlives the isolated run that set the pointer.
-        let _ = unsafe { (*log).push_node(parent, actor, handler, seed, choices) };
-    }
+    // SAFETY: the log outlives the isolated run that set the pointer, and
+    // the view is used only within that run (see above).
+    (!log.is_null()).then(|| unsafe { (*log).tree.view() })
 }
 
 /// The first word of a current record written by a check: then the node

@@ -35,6 +35,7 @@ mod sys;
 mod threads;
 mod trace;
 mod tracking;
+mod tree;
 pub mod visited;
 mod world;
 
