@@ -22,9 +22,36 @@
 //! resident memory of the process that searched over the unique states —
 //! stateright runs in a child process of this bench for that), and exits
 //! with 1 when the counts differ.
+//!
+//! # `big`: the cost of a transition against the size of the state
+//!
+//! ```sh
+//! cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- big
+//! ```
+//!
+//! One process holds a `Vec<u64>` of 512, 8192 or 131072 cells (4 KiB,
+//! 64 KiB, 1 MiB); a transition bumps one of six cells spread evenly across
+//! it, modulo 3: 729 states and 4374 transitions whatever the size. cmc
+//! checks `benches/vs-stateright/big-state` (models `big_state_4k`,
+//! `big_state_64k`, `big_state_1m`) with `--strategy bfs` and each
+//! `--fingerprint` source in turn (`state`, `hash`, `debug`, `heap`,
+//! `bytes`); stateright checks the same model, written as a stateright
+//! `Model` in [`big`], breadth-first on one thread in a child process. CPU
+//! time is measured as above, the median of `CMC_VS_RUNS` runs. Prints one
+//! line per size and source:
+//! `bench big_state cells=512 bytes=4096 source=state unique=729 transitions=4374 stateright_us_per_transition=… cmc_us_per_transition=… speedup=…`
+//! (speedup: stateright's time per transition over cmc's; transitions:
+//! cmc's count, while stateright's time is divided by its own count), then
+//! one line per source:
+//! `bench big_state_growth source=state stateright_x=… cmc_x=…`
+//! (the time per transition at 1 MiB over that at 4 KiB: how it grows when
+//! the state grows 256 times). cmc's time includes what a check costs
+//! beyond `cargo cmc list` (starting the search), a few milliseconds that
+//! weigh most on the cheapest runs. Exits with 1 when a unique count
+//! differs from stateright's or a cmc run fails (the line says how).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -159,12 +186,16 @@ fn cpu(who: i32) -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// Runs [`stateright`] in a child process of this bench (so that its peak
-/// memory is its own); returns its CPU time, unique count and peak
+/// Runs this bench with `args` in a child process (so that its peak memory
+/// is its own); returns the child's CPU time, standard output and peak
 /// resident memory in bytes.
-fn stateright_child(rms: usize, bfs: bool) -> (Duration, usize, u64) {
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also reports its resource usage"
+)]
+fn child(args: &[&str]) -> (Duration, String, u64) {
     let child = Command::new(std::env::current_exe().expect("this bench's path"))
-        .args(["--stateright", &rms.to_string(), if bfs { "bfs" } else { "dfs" }])
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("the bench runs itself");
@@ -181,19 +212,33 @@ fn stateright_child(rms: usize, bfs: bool) -> (Duration, usize, u64) {
     };
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the stateright run failed"
+        "the stateright run {args:?} failed"
     );
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    let unique: usize = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|w| w.parse().ok())
-        .expect("the child prints its CPU time and unique count");
     (
         tv(usage.ru_utime) + tv(usage.ru_stime),
-        unique,
+        text,
         usage.ru_maxrss as u64 * 1024,
     )
+}
+
+/// The `n`th word of a child's output, a number.
+fn word(text: &str, n: usize) -> usize {
+    text.split_whitespace()
+        .nth(n)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("word {n} of the child's output {text:?} is a number"))
+}
+
+/// Runs [`stateright`] in a child process of this bench; returns its CPU
+/// time, unique count and peak resident memory in bytes.
+fn stateright_child(rms: usize, bfs: bool) -> (Duration, usize, u64) {
+    let (cpu, text, peak) = child(&[
+        "--stateright",
+        &rms.to_string(),
+        if bfs { "bfs" } else { "dfs" },
+    ]);
+    (cpu, word(&text, 1), peak)
 }
 
 fn stateright(rms: usize, bfs: bool) -> (Duration, usize) {
@@ -221,21 +266,30 @@ fn example() -> PathBuf {
 /// Runs `cargo cmc` with `args` on the example; returns its CPU time (its
 /// and its children's) and its standard output.
 fn cargo_cmc(args: &[&str]) -> (Duration, String) {
+    try_cargo_cmc(&example(), args).unwrap_or_else(|err| panic!("{err}"))
+}
+
+/// Runs `cargo cmc` with `args` on the project at `manifest`; returns its
+/// CPU time (its and its children's) and its standard output, or what went
+/// wrong when it could not check (exit code above 1).
+fn try_cargo_cmc(manifest: &Path, args: &[&str]) -> Result<(Duration, String), String> {
     let before = cpu(libc::RUSAGE_CHILDREN);
     let out = Command::new("cargo")
         .arg("cmc")
         .args(args)
         .arg("--manifest-path")
-        .arg(example())
+        .arg(manifest)
         .output()
         .expect("cargo cmc runs (install it: cargo install --locked --path cargo-cmc)");
     let took = cpu(libc::RUSAGE_CHILDREN) - before;
-    assert!(
-        out.status.code().is_some_and(|c| c <= 1),
-        "cargo cmc {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (took, String::from_utf8_lossy(&out.stdout).into_owned())
+    if out.status.code().is_none_or(|c| c > 1) {
+        return Err(format!(
+            "cargo cmc {args:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
 fn cmc(rms: usize, bfs: bool) -> (Duration, usize, u64) {
@@ -262,6 +316,14 @@ fn cmc(rms: usize, bfs: bool) -> (Duration, usize, u64) {
     (took.saturating_sub(overhead), unique, peak)
 }
 
+/// The runs of each measurement: `CMC_VS_RUNS`, 3 by default.
+fn runs() -> usize {
+    std::env::var("CMC_VS_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -275,15 +337,24 @@ fn main() {
         println!("{} {unique}", cpu.as_secs_f64());
         return;
     }
+    if args.get(1).map(String::as_str) == Some("--stateright-big") {
+        let cells = args[2].parse().expect("a number of cells");
+        let (cpu, unique, transitions) = big::stateright(cells);
+        println!("{} {unique} {transitions}", cpu.as_secs_f64());
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("big") {
+        if !big::run(runs()) {
+            std::process::exit(1);
+        }
+        return;
+    }
     let ns: Vec<usize> = std::env::var("CMC_VS_N")
         .unwrap_or_else(|_| "7,8".into())
         .split(',')
         .map(|n| n.trim().parse().expect("CMC_VS_N: numbers"))
         .collect();
-    let runs: usize = std::env::var("CMC_VS_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let runs = runs();
     // Build the harness once before measuring.
     let _ = cargo_cmc(&["list"]);
     let mut same = true;
@@ -326,5 +397,240 @@ fn main() {
     }
     if !same {
         std::process::exit(1);
+    }
+}
+
+/// The `big` mode: how the cost of one transition grows with the size of a
+/// process's state (see the crate documentation).
+mod big {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use stateright::{Checker, Model, Property};
+
+    use crate::{child, cpu, median, try_cargo_cmc, word};
+
+    /// The sizes measured: cells, and the suffix of the cmc model's name.
+    const SIZES: [(usize, &str); 3] = [(512, "4k"), (8192, "64k"), (131_072, "1m")];
+
+    /// cmc's fingerprint sources, as `--fingerprint` names them.
+    const SOURCES: [&str; 5] = ["state", "hash", "debug", "heap", "bytes"];
+
+    /// How many cells an action may bump (as in `big-state`).
+    const SLOTS: usize = 6;
+
+    /// The values a bumped cell cycles through (as in `big-state`).
+    const MODULUS: u64 = 3;
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct State {
+        cells: Vec<u64>,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Action {
+        Bump(usize),
+    }
+
+    /// `big-state`'s table of `cells` cells, of which each action bumps one
+    /// of the [`SLOTS`] slots.
+    struct BigState {
+        cells: usize,
+    }
+
+    /// The cell of slot `slot` in a table of `len` cells: the middle of the
+    /// `slot`-th of [`SLOTS`] equal parts, as `big-state` places it.
+    fn slot_index(len: usize, slot: usize) -> usize {
+        (2 * slot + 1) * len / (2 * SLOTS)
+    }
+
+    impl Model for BigState {
+        type State = State;
+        type Action = Action;
+
+        fn init_states(&self) -> Vec<State> {
+            vec![State {
+                cells: vec![0; self.cells],
+            }]
+        }
+
+        fn actions(&self, _: &State, actions: &mut Vec<Action>) {
+            actions.extend((0..SLOTS).map(Action::Bump));
+        }
+
+        fn next_state(&self, s: &State, action: Action) -> Option<State> {
+            let Action::Bump(slot) = action;
+            let mut t = s.clone();
+            let i = slot_index(t.cells.len(), slot);
+            t.cells[i] = (t.cells[i] + 1) % MODULUS;
+            Some(t)
+        }
+
+        // stateright stops exploring once no property awaits a discovery, so
+        // a model without one would stop at its first state; this is the
+        // invariant `big-state` checks, reading the six slots only.
+        fn properties(&self) -> Vec<Property<Self>> {
+            vec![Property::always("slots_below_modulus", |_, s: &State| {
+                (0..SLOTS).all(|slot| s.cells[slot_index(s.cells.len(), slot)] < MODULUS)
+            })]
+        }
+    }
+
+    /// Checks the table of `cells` cells with stateright, breadth-first on
+    /// one thread, in this process; returns its CPU time, unique count and
+    /// transitions.
+    pub fn stateright(cells: usize) -> (Duration, usize, usize) {
+        let before = cpu(libc::RUSAGE_SELF);
+        let checker = BigState { cells }.checker().threads(1).spawn_bfs().join();
+        checker.assert_properties();
+        let took = cpu(libc::RUSAGE_SELF) - before;
+        // stateright counts the initial state and then one state per
+        // transition, known or not.
+        (
+            took,
+            checker.unique_state_count(),
+            checker.state_count() - 1,
+        )
+    }
+
+    fn project() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("big-state/Cargo.toml")
+            .canonicalize()
+            .expect("benches/vs-stateright/big-state")
+    }
+
+    /// One check of `big_state_<size>` fingerprinted from `source`: its CPU
+    /// time less that of `cargo cmc list`, unique count and transitions; or
+    /// why there are none.
+    fn cmc(size: &str, source: &str) -> Result<(Duration, usize, usize), String> {
+        let project = project();
+        let (overhead, _) = try_cargo_cmc(&project, &["list"])?;
+        let model = format!("big_state::big_state_{size}");
+        let (took, stdout) = try_cargo_cmc(
+            &project,
+            &[
+                "check",
+                "--model",
+                &model,
+                "--strategy",
+                "bfs",
+                "--fingerprint",
+                source,
+                "--message-format",
+                "json",
+            ],
+        )?;
+        let result = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "result" && v["model"] == model.as_str())
+            .ok_or_else(|| format!("no result line for {model} in {stdout:?}"))?;
+        if result["verdict"] != "pass" || !result["stopped"].is_null() {
+            return Err(format!("the check did not pass in full: {result}"));
+        }
+        let count = |field: &str| {
+            result[field]
+                .as_u64()
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("no {field} in {result}"))
+        };
+        Ok((
+            took.saturating_sub(overhead),
+            count("unique_states")?,
+            count("transitions")?,
+        ))
+    }
+
+    /// Microseconds per transition.
+    fn us_per(took: Duration, transitions: usize) -> f64 {
+        took.as_secs_f64() * 1e6 / transitions.max(1) as f64
+    }
+
+    /// Measures every size with stateright and with each cmc source, `runs`
+    /// times each, and prints the figures; returns whether every cmc run
+    /// succeeded and counted what stateright counted.
+    pub fn run(runs: usize) -> bool {
+        // Build the harness once before measuring.
+        if let Err(err) = try_cargo_cmc(&project(), &["list"]) {
+            println!("bench big_state failed: {err}");
+            return false;
+        }
+        // stateright has one way to fingerprint: measure it once per size.
+        let stateright: Vec<(f64, usize, usize)> = SIZES
+            .iter()
+            .map(|&(cells, _)| {
+                let mut times = Vec::new();
+                let mut counts = (0, 0);
+                for _ in 0..runs {
+                    let (took, text, _) = child(&["--stateright-big", &cells.to_string()]);
+                    times.push(took);
+                    counts = (word(&text, 1), word(&text, 2));
+                }
+                (us_per(median(times), counts.1), counts.0, counts.1)
+            })
+            .collect();
+        let mut ok = true;
+        for source in SOURCES {
+            // cmc's time per transition at each size (none when a run
+            // failed).
+            let mut per_size: Vec<Option<f64>> = Vec::new();
+            for (&(cells, size), &(sr_us, sr_unique, sr_transitions)) in
+                SIZES.iter().zip(&stateright)
+            {
+                let mut times = Vec::new();
+                let mut counts = Vec::new();
+                let mut failure = None;
+                for _ in 0..runs {
+                    match cmc(size, source) {
+                        Ok((took, unique, transitions)) => {
+                            times.push(took);
+                            counts.push((unique, transitions));
+                        }
+                        Err(err) => {
+                            failure = Some(err);
+                            break;
+                        }
+                    }
+                }
+                let head = format!(
+                    "bench big_state cells={cells} bytes={} source={source}",
+                    cells * 8
+                );
+                if let Some(failure) = failure {
+                    ok = false;
+                    println!("{head} failed: {failure}");
+                    per_size.push(None);
+                    continue;
+                }
+                // Every run must count what stateright counts; a search is
+                // deterministic, so one that differs is a fault, not noise.
+                for &(unique, transitions) in &counts {
+                    if (unique, transitions) != (sr_unique, sr_transitions) {
+                        ok = false;
+                        println!(
+                            "counts differ: cells={cells} source={source} stateright unique={sr_unique} transitions={sr_transitions}, cmc unique={unique} transitions={transitions}"
+                        );
+                    }
+                }
+                let (unique, transitions) = counts[counts.len() - 1];
+                let cmc_us = us_per(median(times), transitions);
+                println!(
+                    "{head} unique={unique} transitions={transitions} stateright_us_per_transition={sr_us:.3} cmc_us_per_transition={cmc_us:.3} speedup={:.2}",
+                    sr_us / cmc_us
+                );
+                per_size.push(Some(cmc_us));
+            }
+            // A failed size has no time: say so rather than print a ratio.
+            let cmc_x = match (per_size[0], per_size[SIZES.len() - 1]) {
+                (Some(small), Some(large)) => format!("{:.2}", large / small),
+                _ => "none".to_owned(),
+            };
+            println!(
+                "bench big_state_growth source={source} stateright_x={:.2} cmc_x={cmc_x}",
+                stateright[SIZES.len() - 1].0 / stateright[0].0,
+            );
+        }
+        ok
     }
 }
