@@ -1931,6 +1931,12 @@ impl<P: Process> Search<'_, '_, P> {
             let Some(item) = self.frontier.pop() else {
                 break;
             };
+            if let Frontier::Stack(_) = self.frontier {
+                // Depth-first: the tree needs only the nodes up to this one
+                // (see `Tree::truncate`), so it stays as small as the
+                // stack.
+                self.engine.tree.truncate(item.node as usize + 1);
+            }
             self.expand(&item);
             self.engine.mem.release(item.state);
             self.maybe_report_progress();

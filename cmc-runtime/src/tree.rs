@@ -308,6 +308,17 @@ impl Tree {
         Some(id)
     }
 
+    /// Forgets every node from `len` on (their steps stay interned). A
+    /// depth-first search calls it with one past the node it pops: every
+    /// node recorded after that one belongs to a subtree it has finished,
+    /// and the nodes it still needs (the path to the popped node, and the
+    /// pending siblings on that path) all come before.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        let count = self.len();
+        assert!(len <= count, "truncating a tree of {count} nodes to {len}");
+        self.word(NODE_COUNT).store(len as u64, Ordering::Release);
+    }
+
     /// The steps from the root to `node`, the root's own step excluded;
     /// `None` when no such node was recorded.
     pub(crate) fn path(&self, mut node: u32) -> Option<Vec<TreeStep>> {
@@ -411,6 +422,28 @@ mod tests {
                 reference.len()
             );
         }
+    }
+
+    #[test]
+    fn truncating_forgets_later_nodes_and_keeps_earlier_paths() {
+        let mut tree = Tree::new(false).expect("a tree maps");
+        let root = tree.push(NO_PARENT, u32::MAX, 0, 0, &[]).expect("room");
+        let a = tree.push(root, 1, 0, 0, &[]).expect("room");
+        let b = tree.push(root, 2, 0, 0, &[]).expect("room");
+        let c = tree.push(b, 3, 0, 0, &[1]).expect("room");
+        tree.truncate(b as usize + 1);
+        assert_eq!(tree.len(), 3);
+        assert_eq!(tree.path(c), None, "c was forgotten");
+        let d = tree.push(a, 4, 0, 0, &[]).expect("room");
+        assert_eq!(d, c, "its id is reused");
+        let step = |actor| TreeStep {
+            actor,
+            handler: 0,
+            seed: 0,
+            choices: vec![],
+        };
+        assert_eq!(tree.path(d), Some(vec![step(1), step(4)]));
+        assert_eq!(tree.path(b), Some(vec![step(2)]));
     }
 
     #[test]
