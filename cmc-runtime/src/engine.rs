@@ -627,10 +627,14 @@ impl<P: Process> Parts<'_, P> {
         match &fp.process {
             Chosen::Bytes => Ok(self.mem.arena_sum(state, self.arenas[i])),
             Chosen::Heap => Ok(fp.graphs[i].fingerprint(self.mem, &mut fp.table, state)),
-            Chosen::Value(mode, f) => Self::user(what(source_name(*mode)), proc, f),
+            Chosen::Value(mode, f) => crate::identity::cache::with_memory(self.mem, || {
+                Self::user(what(source_name(*mode)), proc, f)
+            }),
             Chosen::Abstract => {
                 let f = self.model.abstraction.as_ref().expect("checked at setup");
-                Self::user(what("abstraction"), proc, &|p, h| f(p, h))
+                crate::identity::cache::with_memory(self.mem, || {
+                    Self::user(what("abstraction"), proc, &|p, h| f(p, h))
+                })
             }
             Chosen::Nothing => Ok(0),
         }
@@ -662,11 +666,13 @@ impl<P: Process> Parts<'_, P> {
             isolate::phase(isolate::IN_IDENTITY, 0, u64::MAX, 0, 0);
         }
         let shared = match &fp.shared {
-            Chosen::Value(mode, f) => Self::user(
-                || format!("the {} of the shared variables", source_name(*mode)),
-                &*env.shared,
-                f,
-            )?,
+            Chosen::Value(mode, f) => crate::identity::cache::with_memory(self.mem, || {
+                Self::user(
+                    || format!("the {} of the shared variables", source_name(*mode)),
+                    &*env.shared,
+                    f,
+                )
+            })?,
             Chosen::Heap => {
                 let g = fp.shared_graph.as_mut().expect("a graph for a shared heap");
                 g.fingerprint(self.mem, &mut fp.table, state)

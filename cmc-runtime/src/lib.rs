@@ -113,6 +113,18 @@ pub mod __bench {
         crate::hash::fold_hash(data)
     }
 
+    /// Runs `f` with the chunk-hash cache reading `mem`'s pages, as the
+    /// engine does while it fingerprints (see `identity::cache`).
+    pub fn with_hash_cache<R>(mem: &crate::memory::Memory, f: impl FnOnce() -> R) -> R {
+        crate::identity::cache::with_memory(mem, f)
+    }
+
+    /// (Chunks hashed, chunks whose remembered hash was used) on this
+    /// thread so far.
+    pub fn hash_cache_counts() -> (u64, u64) {
+        crate::identity::cache::counts()
+    }
+
     /// The content-addressed page store, for measuring insertion alone.
     #[derive(Debug)]
     pub struct PageStore(crate::store::PageStore);

@@ -640,6 +640,62 @@ impl Memory {
         self.states.get_mut(state.0).tag = Some(tag);
     }
 
+    /// The serials ([`PageStore::serial`]) of the stored pages that hold
+    /// the bytes `addr..addr + len` of an arena, one per page the range
+    /// overlaps (from the page of `addr`), put in `out`; 0 for a page that
+    /// may differ from the loaded state's. A page is known to equal it when
+    /// nothing ran in an arena since the loaded state was captured or
+    /// restored, or when [`Memory::changes`] found it unchanged since.
+    /// False (and `out` empty) when the range is not inside an arena's
+    /// used memory or nothing is known.
+    ///
+    /// Whatever is computed from a page's bytes alone can be remembered
+    /// under its serial and reused whenever the serial comes back (see
+    /// `identity::cache`).
+    pub(crate) fn page_serials(&self, addr: usize, len: usize, out: &mut Vec<u64>) -> bool {
+        out.clear();
+        let Some(loaded) = self.loaded else {
+            return false;
+        };
+        let Some(end) = addr.checked_add(len).filter(|_| len > 0) else {
+            return false;
+        };
+        let Some(a) = self.arenas.iter().position(|rt| {
+            let base = rt.arena.ctl().base.as_ptr() as usize;
+            addr >= base && end <= base + rt.arena.ctl().heap().used()
+        }) else {
+            return false;
+        };
+        let synced = self.entries.get() == self.entries_at_capture;
+        if !synced && !self.pending_valid() {
+            return false;
+        }
+        let base = self.arenas[a].arena.ctl().base.as_ptr() as usize;
+        let table = self.tables.get(self.states.get(loaded.0).tables[a]);
+        let (first, last) = ((addr - base) / PAGE, (end - 1 - base) / PAGE);
+        let stored = pages_of(table.used);
+        // The pending list is sorted: walk it alongside.
+        let pending: &[usize] = if synced { &[] } else { &self.pending[a] };
+        let mut next = pending.partition_point(|&p| p < first);
+        for i in first..=last {
+            while next < pending.len() && pending[next] < i {
+                next += 1;
+            }
+            let dirty = next < pending.len() && pending[next] == i;
+            let id = if i < stored && !dirty {
+                self.page_of(table, i)
+            } else {
+                NO_PAGE
+            };
+            out.push(if id == NO_PAGE {
+                0
+            } else {
+                self.pages.serial(id)
+            });
+        }
+        true
+    }
+
     /// Whether no arena of `state` holds a word that points into another
     /// arena. Then code that runs in some arenas (entering them, and
     /// reaching objects only through their roots) can write no other

@@ -413,8 +413,15 @@ impl std::hash::Hasher for StateHasher {
         self.0.finish()
     }
 
+    /// A long run of bytes (a large `Vec<u8>`, `String`, or slice of
+    /// numbers hashed by their `Hash`) is hashed in chunks, whose hashes
+    /// are remembered by the pages that hold them (see `identity::cache`).
     fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes)
+        if bytes.len() >= crate::identity::cache::MIN_RUN_BYTES {
+            crate::identity::cache::write_run(&mut self.0, bytes);
+        } else {
+            self.0.write(bytes)
+        }
     }
 
     /// Pointers hash through here (`Hash` of a function pointer or a raw

@@ -107,6 +107,9 @@ struct PageSlot {
     /// `Relocation::arena_mask`), computed when the contents were first
     /// stored.
     arenas: u64,
+    /// A number no other page of this store ever had (see
+    /// [`PageStore::serial`]).
+    serial: u64,
 }
 
 /// How many spare full-page buffers the store keeps for reuse.
@@ -120,6 +123,8 @@ pub(crate) struct PageStore {
     index: hashbrown::HashTable<u32>,
     spare: Vec<Box<[u8]>>,
     bytes: usize,
+    /// The serial of the next page stored.
+    next_serial: u64,
 }
 
 impl PageStore {
@@ -130,6 +135,7 @@ impl PageStore {
             index: hashbrown::HashTable::new(),
             spare: Vec::new(),
             bytes: 0,
+            next_serial: 1,
         }
     }
 
@@ -168,7 +174,9 @@ impl PageStore {
             data,
             hash,
             refs: 1,
+            serial: self.next_serial,
         };
+        self.next_serial += 1;
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id as usize] = slot;
@@ -222,6 +230,14 @@ impl PageStore {
 
     pub(crate) fn hash(&self, id: PageId) -> u128 {
         self.slots[id as usize].hash
+    }
+
+    /// A number that names the page's contents for as long as the store
+    /// lives: unlike its id, which a page stored after this one is freed
+    /// may reuse, no two pages ever have the same serial. What is computed
+    /// from a page's bytes can be remembered under it.
+    pub(crate) fn serial(&self, id: PageId) -> u64 {
+        self.slots[id as usize].serial
     }
 
     /// The arenas the page points into (bit k: arena k, 63 and up share

@@ -606,3 +606,99 @@ fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_
         "unexpected message: {message}"
     );
 }
+
+/// The chunk-hash cache (remembering the hashes of chunks of a long run by
+/// the pages that hold them) never changes a hash: over random writes,
+/// captures, `changes` and restores, a large vector of numbers (by its
+/// `StateHash`, which chunks it) and a large string (by `write`, which
+/// chunks it too) hash the same with the cache on as with it off, and the
+/// cache is used once warm.
+#[test]
+fn remembered_chunk_hashes_give_the_hashes_computed_afresh() {
+    let (mut mem, a) = memory(Tracking::Auto, 64 << 20);
+    // Elements larger than a page (a chunk over several pages), which are
+    // long runs themselves (a run inside a run).
+    type Block = [u32; 3000];
+    let (numbers, text, blocks): (*mut Vec<u64>, *mut String, *mut Vec<Block>) = {
+        let _in = mem.enter(a);
+        (
+            Box::into_raw(Box::new(vec![0u64; 40_000])),
+            Box::into_raw(Box::new("x".repeat(50_000))),
+            Box::into_raw(Box::new(vec![[0u32; 3000]; 4])),
+        )
+    };
+    let hashes = move |mem: &Memory, cached: bool| {
+        // SAFETY: the objects live in the arena for the whole test, and
+        // nothing writes them while they are hashed.
+        let (v, s, b) = unsafe { (&*numbers, &*text, &*blocks) };
+        let h = || {
+            (
+                cmc::identity::fingerprint(v),
+                cmc::identity::fingerprint(s),
+                cmc::identity::fingerprint(b),
+            )
+        };
+        if cached {
+            cmc::__bench::with_hash_cache(mem, h)
+        } else {
+            h()
+        }
+    };
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut states: Vec<StateId> = vec![mem.capture()];
+    let (mut hashed, mut found) = (0u64, 0u64);
+    let mut distinct = std::collections::HashSet::new();
+    for round in 0..400 {
+        match rng.gen_range(0..4) {
+            0 => {
+                let s = states[rng.gen_range(0..states.len())];
+                mem.restore(s);
+            }
+            _ => {
+                let _in = mem.enter(a);
+                // SAFETY: the objects live in the arena; no reference to
+                // them is held across this write.
+                unsafe {
+                    let v = &mut *numbers;
+                    let i = rng.gen_range(0..v.len());
+                    v[i] = rng.gen_range(0..3);
+                    if rng.gen_bool(0.3) {
+                        let b = &mut *blocks;
+                        let k = rng.gen_range(0..b.len());
+                        b[k][rng.gen_range(0..3000)] = rng.gen_range(0..3);
+                    }
+                    if rng.gen_bool(0.3) {
+                        let t = &mut *text;
+                        let at = rng.gen_range(0..t.len());
+                        t.replace_range(at..at + 1, if rng.gen() { "x" } else { "y" });
+                    }
+                }
+            }
+        }
+        // Capture, or find the changes without capturing: either way the
+        // memory knows which pages are unchanged. (With neither, it knows
+        // nothing, and the cache is not used.)
+        if round % 2 == 0 {
+            states.push(mem.capture());
+        } else {
+            mem.changes();
+        }
+        let fresh = hashes(&mem, false);
+        let before = cmc::__bench::hash_cache_counts();
+        assert_eq!(
+            hashes(&mem, true),
+            fresh,
+            "round {round}: the cache changed a hash"
+        );
+        assert_eq!(hashes(&mem, true), fresh, "round {round}: warm");
+        let after = cmc::__bench::hash_cache_counts();
+        hashed += after.0 - before.0;
+        found += after.1 - before.1;
+        distinct.insert(fresh);
+    }
+    assert!(distinct.len() > 50, "the writes changed the hashes");
+    assert!(
+        found > 2 * hashed,
+        "the cache was used: {found} chunks found, {hashed} hashed"
+    );
+}

@@ -24,6 +24,7 @@
 //! concrete: `#[cmc::process]` and `#[derive(cmc::StateHash)]` probe for
 //! them (see [`probe`]). The engine only asks this module for a hash.
 
+pub(crate) mod cache;
 pub mod clock;
 mod debug;
 pub mod entropy;
@@ -67,6 +68,22 @@ use crate::model::{FingerprintMode, StateHasher};
 /// assert_eq!(cmc::identity::fingerprint(&a), cmc::identity::fingerprint(&b));
 /// ```
 pub trait StateHash {
+    /// Whether [`state_hash`](StateHash::state_hash) reads nothing but the
+    /// value's own `size_of` bytes: no pointer is followed, no global
+    /// read. cmc then remembers the hash of a long run of such values (a
+    /// large `Vec<u64>`) by the memory pages that hold it, so that a
+    /// transition that changes one element does not rehash the others.
+    /// False unless an implementation says otherwise: cmc's own say so for
+    /// numbers, `bool`, `char`, and arrays, tuples, options of them.
+    const SELF_CONTAINED: bool = false;
+
+    /// Whether the value's hash is that of its bytes as they lie in memory
+    /// (a fixed-width integer): cmc then hashes a long run of such values
+    /// as bytes, at once. Implies [`SELF_CONTAINED`](StateHash::SELF_CONTAINED).
+    /// Not for user types: padding bytes are not part of a value.
+    #[doc(hidden)]
+    const RAW_BYTES: bool = false;
+
     /// Feeds the value's meaning to `h`.
     fn state_hash(&self, h: &mut StateHasher);
 }

@@ -19,8 +19,10 @@ use super::StateHash;
 use crate::model::StateHasher;
 
 macro_rules! int {
-    ($($t:ty => $w:ident),* $(,)?) => {$(
+    ($($t:ty => $w:ident, $raw:expr);* $(;)?) => {$(
         impl StateHash for $t {
+            const SELF_CONTAINED: bool = true;
+            const RAW_BYTES: bool = $raw;
             #[inline]
             fn state_hash(&self, h: &mut StateHasher) {
                 h.$w(*self)
@@ -29,14 +31,18 @@ macro_rules! int {
     )*};
 }
 
+// The flag: whether the hash is that of the bytes (`RAW_BYTES`); not for
+// `usize` and `isize`, which hash as possible pointers into the program
+// image.
 int!(
-    u8 => write_u8, u16 => write_u16, u32 => write_u32, u64 => write_u64,
-    u128 => write_u128, usize => write_usize,
-    i8 => write_i8, i16 => write_i16, i32 => write_i32, i64 => write_i64,
-    i128 => write_i128, isize => write_isize,
+    u8 => write_u8, true; u16 => write_u16, true; u32 => write_u32, true;
+    u64 => write_u64, true; u128 => write_u128, true; usize => write_usize, false;
+    i8 => write_i8, true; i16 => write_i16, true; i32 => write_i32, true;
+    i64 => write_i64, true; i128 => write_i128, true; isize => write_isize, false;
 );
 
 impl StateHash for bool {
+    const SELF_CONTAINED: bool = true;
     #[inline]
     fn state_hash(&self, h: &mut StateHasher) {
         h.write_u8(u8::from(*self))
@@ -44,6 +50,7 @@ impl StateHash for bool {
 }
 
 impl StateHash for char {
+    const SELF_CONTAINED: bool = true;
     #[inline]
     fn state_hash(&self, h: &mut StateHasher) {
         h.write_u32(u32::from(*self))
@@ -51,18 +58,21 @@ impl StateHash for char {
 }
 
 impl StateHash for f32 {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         h.write_u32(self.to_bits())
     }
 }
 
 impl StateHash for f64 {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         h.write_u64(self.to_bits())
     }
 }
 
 impl StateHash for () {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, _: &mut StateHasher) {}
 }
 
@@ -80,7 +90,24 @@ impl StateHash for String {
 }
 
 impl<T: StateHash> StateHash for [T] {
+    /// A long slice of values whose hash reads only their own bytes is
+    /// hashed in chunks, whose hashes are remembered by the pages that hold
+    /// them (see `identity::cache`).
     fn state_hash(&self, h: &mut StateHasher) {
+        if T::SELF_CONTAINED && size_of_val(self) >= super::cache::MIN_RUN_BYTES {
+            if T::RAW_BYTES {
+                // SAFETY: an integer type: every byte of the slice is
+                // initialised and part of a value.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(self.as_ptr().cast::<u8>(), size_of_val(self))
+                };
+                h.write_u64(self.len() as u64);
+                h.write(bytes);
+            } else {
+                super::cache::write_values(h, self, T::state_hash);
+            }
+            return;
+        }
         h.write_usize(self.len());
         for x in self {
             x.state_hash(h);
@@ -89,6 +116,7 @@ impl<T: StateHash> StateHash for [T] {
 }
 
 impl<T: StateHash, const N: usize> StateHash for [T; N] {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         self.as_slice().state_hash(h)
     }
@@ -156,6 +184,7 @@ impl<T: StateHash + ToOwned + ?Sized> StateHash for std::borrow::Cow<'_, T> {
 }
 
 impl<T: StateHash> StateHash for Option<T> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         match self {
             None => h.write_u8(0),
@@ -168,6 +197,7 @@ impl<T: StateHash> StateHash for Option<T> {
 }
 
 impl<T: StateHash, E: StateHash> StateHash for Result<T, E> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED && E::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         match self {
             Ok(x) => {
@@ -183,6 +213,7 @@ impl<T: StateHash, E: StateHash> StateHash for Result<T, E> {
 }
 
 impl<T: StateHash + Copy> StateHash for Cell<T> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         self.get().state_hash(h)
     }
@@ -228,22 +259,26 @@ impl<T: StateHash> StateHash for std::sync::OnceLock<T> {
 }
 
 impl<T: ?Sized> StateHash for std::marker::PhantomData<T> {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, _: &mut StateHasher) {}
 }
 
 impl<T: StateHash> StateHash for std::cmp::Reverse<T> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         self.0.state_hash(h)
     }
 }
 
 impl<T: StateHash> StateHash for std::num::Wrapping<T> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         self.0.state_hash(h)
     }
 }
 
 impl<T: StateHash> StateHash for std::ops::Range<T> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         self.start.state_hash(h);
         self.end.state_hash(h);
@@ -251,6 +286,7 @@ impl<T: StateHash> StateHash for std::ops::Range<T> {
 }
 
 impl<T: StateHash> StateHash for std::ops::RangeInclusive<T> {
+    const SELF_CONTAINED: bool = T::SELF_CONTAINED;
     fn state_hash(&self, h: &mut StateHasher) {
         self.start().state_hash(h);
         self.end().state_hash(h);
@@ -260,6 +296,7 @@ impl<T: StateHash> StateHash for std::ops::RangeInclusive<T> {
 macro_rules! via_get {
     ($($t:ty),* $(,)?) => {$(
         impl StateHash for $t {
+            const SELF_CONTAINED: bool = true;
             fn state_hash(&self, h: &mut StateHasher) {
                 self.get().state_hash(h)
             }
@@ -285,6 +322,7 @@ via_get!(
 macro_rules! atomic {
     ($($t:ty),* $(,)?) => {$(
         impl StateHash for $t {
+            const SELF_CONTAINED: bool = true;
             fn state_hash(&self, h: &mut StateHasher) {
                 self.load(std::sync::atomic::Ordering::Relaxed).state_hash(h)
             }
@@ -307,6 +345,7 @@ atomic!(
 );
 
 impl StateHash for Duration {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         h.write_u64(self.as_secs());
         h.write_u32(self.subsec_nanos());
@@ -340,18 +379,21 @@ impl StateHash for std::time::SystemTime {
 }
 
 impl StateHash for Ipv4Addr {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         h.write(&self.octets())
     }
 }
 
 impl StateHash for Ipv6Addr {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         h.write(&self.octets())
     }
 }
 
 impl StateHash for IpAddr {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         match self {
             IpAddr::V4(a) => {
@@ -367,6 +409,7 @@ impl StateHash for IpAddr {
 }
 
 impl StateHash for SocketAddrV4 {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         self.ip().state_hash(h);
         h.write_u16(self.port());
@@ -374,6 +417,7 @@ impl StateHash for SocketAddrV4 {
 }
 
 impl StateHash for SocketAddrV6 {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         self.ip().state_hash(h);
         h.write_u16(self.port());
@@ -383,6 +427,7 @@ impl StateHash for SocketAddrV6 {
 }
 
 impl StateHash for SocketAddr {
+    const SELF_CONTAINED: bool = true;
     fn state_hash(&self, h: &mut StateHasher) {
         match self {
             SocketAddr::V4(a) => {
@@ -400,6 +445,7 @@ impl StateHash for SocketAddr {
 macro_rules! tuple {
     ($($name:ident)+) => {
         impl<$($name: StateHash),+> StateHash for ($($name,)+) {
+            const SELF_CONTAINED: bool = true $(&& $name::SELF_CONTAINED)+;
             #[allow(non_snake_case, reason = "the type parameters name the fields")]
             fn state_hash(&self, h: &mut StateHasher) {
                 let ($($name,)+) = self;
