@@ -21,7 +21,12 @@
 //! (ratio: cmc's CPU time over stateright's; bytes per state: the peak
 //! resident memory of the process that searched over the unique states —
 //! stateright runs in a child process of this bench for that), and exits
-//! with 1 when the counts differ.
+//! with 1 when the counts differ. With more than one RM count, one more
+//! line per strategy and consecutive pair of counts:
+//! `bench vs_stateright_marginal from_n=7 n=8 strategy=dfs stateright_bytes_per_added_state=… cmc_bytes_per_added_state=…`:
+//! the growth of the peak memory over the growth of the unique count,
+//! which leaves out what each process holds whatever it searches (its
+//! code, its libraries, its start-up).
 //!
 //! # `big`: the cost of a transition against the size of the state
 //!
@@ -358,6 +363,9 @@ fn main() {
     // Build the harness once before measuring.
     let _ = cargo_cmc(&["list"]);
     let mut same = true;
+    // Per strategy: the (unique, stateright peak, cmc peak) of the last N,
+    // for the memory per additional state between consecutive Ns.
+    let mut last: [Option<(usize, u64, u64)>; 2] = [None, None];
     for &n in &ns {
         for bfs in [false, true] {
             let mut sr = Vec::new();
@@ -393,6 +401,21 @@ fn main() {
                 per_state(peaks.0, counts.0),
                 per_state(peaks.1, counts.1)
             );
+            // What each additional state costs, without the fixed part of
+            // each process (its code, its libraries, its start-up).
+            if let Some((unique, sr_peak, cmc_peak)) = last[bfs as usize] {
+                if counts.1 > unique {
+                    let more = (counts.1 - unique) as f64;
+                    println!(
+                        "bench vs_stateright_marginal from_n={} n={n} strategy={} stateright_bytes_per_added_state={:.1} cmc_bytes_per_added_state={:.1}",
+                        ns[ns.iter().position(|&m| m == n).expect("n is in ns") - 1],
+                        if bfs { "bfs" } else { "dfs" },
+                        peaks.0.saturating_sub(sr_peak) as f64 / more,
+                        peaks.1.saturating_sub(cmc_peak) as f64 / more,
+                    );
+                }
+            }
+            last[bfs as usize] = Some((counts.1, peaks.0, peaks.1));
         }
     }
     if !same {
