@@ -77,9 +77,14 @@ fn hash_field(value: TokenStream, ty: &syn::Type, hasher: &Ident) -> TokenStream
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let mut errors = Errors::default();
     let hasher = Ident::new("__cmc_hasher", Span::mixed_site());
+    // The hashed fields' types: the value is self-contained when each of
+    // them is (by its `StateHash`; a field hashed by `Hash` or `Debug` is
+    // not).
+    let mut hashed_types: Vec<&syn::Type> = Vec::new();
     let body = match &input.data {
         Data::Struct(data) => {
             let fields = fields(&data.fields, &mut errors);
+            hashed_types.extend(fields.iter().filter(|f| !f.skip).map(|f| f.ty));
             let stmts = fields.iter().filter(|f| !f.skip).map(|f| {
                 let member = &f.member;
                 hash_field(quote!(&self.#member), f.ty, &hasher)
@@ -91,6 +96,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 let index = i as u32;
                 let name = &v.ident;
                 let fields = fields(&v.fields, &mut errors);
+                hashed_types.extend(fields.iter().filter(|f| !f.skip).map(|f| f.ty));
                 let bind = |k: usize| format_ident!("__cmc_f{}", k, span = Span::mixed_site());
                 let patterns = fields.iter().enumerate().map(|(k, f)| {
                     let binding = if f.skip {
@@ -151,6 +157,11 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl #impl_generics ::cmc::StateHash for #name #ty_generics #where_clause {
+            const SELF_CONTAINED: bool = {
+                #[allow(unused_imports)]
+                use ::cmc::__private::NotStateHash as _;
+                true #(&& ::cmc::__private::SelfContained::<#hashed_types>::VALUE)*
+            };
             fn state_hash(&self, #hasher: &mut ::cmc::__private::StateHasher) {
                 #[allow(unused_imports)]
                 use ::cmc::__private::{BestDebug as _, BestHash as _, BestNone as _, BestState as _};

@@ -103,6 +103,28 @@ pub mod __private {
     };
     pub use crate::identity::Sources;
     pub use crate::model::StateHasher;
+
+    /// `SelfContained::<T>::VALUE`: `T`'s `StateHash::SELF_CONTAINED` when
+    /// `T` implements `StateHash`, else (through [`NotStateHash`], which
+    /// must be in scope) false. Answers only for a concrete `T` or one
+    /// bounded by `StateHash`: an inherent constant whose bounds do not
+    /// hold gives way to the trait's.
+    #[derive(Debug)]
+    pub struct SelfContained<T: ?Sized>(std::marker::PhantomData<T>);
+
+    impl<T: ?Sized + crate::StateHash> SelfContained<T> {
+        /// `T::SELF_CONTAINED`.
+        pub const VALUE: bool = T::SELF_CONTAINED;
+    }
+
+    /// The answer of [`SelfContained`] for a type without `StateHash`.
+    pub trait NotStateHash {
+        /// False: the field is hashed by its `Hash` or `Debug`, which may
+        /// follow pointers.
+        const VALUE: bool = false;
+    }
+
+    impl<T: ?Sized> NotStateHash for T {}
 }
 
 /// Hooks for cmc's own benchmarks. Not public API: no stability promise.

@@ -359,3 +359,73 @@ fn derived_types_hash_every_field_but_the_skipped_ones_by_its_best_source() {
         })
     );
 }
+
+/// A derived type is self-contained (its hash may be remembered by the
+/// pages that hold it, see `identity::cache`) exactly when every field it
+/// hashes is, by its own `StateHash`.
+#[test]
+fn derived_types_are_self_contained_when_their_hashed_fields_are() {
+    #[derive(Clone, Copy, Debug, PartialEq, StateHash)]
+    struct Plain {
+        a: u32,
+        b: Option<(u8, bool)>,
+        c: [i16; 3],
+    }
+    #[allow(dead_code, reason = "only its type is looked at")]
+    #[derive(Debug, StateHash)]
+    enum Kind {
+        Idle,
+        Busy { until: u64 },
+        Named(String),
+    }
+    #[allow(dead_code, reason = "only its type is looked at")]
+    #[derive(Debug, StateHash)]
+    enum Light {
+        Red,
+        Green(u8),
+    }
+    #[derive(Debug, StateHash)]
+    struct Skips {
+        a: u64,
+        #[cmc(skip)]
+        _log: Vec<String>,
+    }
+    /// Hashed by its `Hash`: not self-contained, whatever it holds.
+    #[derive(Debug, Hash)]
+    struct ByHash(u64);
+    #[derive(Debug, StateHash)]
+    struct HoldsByHash {
+        x: ByHash,
+    }
+    #[derive(Debug, StateHash)]
+    struct Generic<T> {
+        t: T,
+        n: u8,
+    }
+    assert!(Plain::SELF_CONTAINED);
+    assert!(Light::SELF_CONTAINED);
+    assert!(!Kind::SELF_CONTAINED, "a String follows a pointer");
+    assert!(Skips::SELF_CONTAINED, "skipped fields are not hashed");
+    assert!(!HoldsByHash::SELF_CONTAINED);
+    assert!(Generic::<u32>::SELF_CONTAINED);
+    assert!(!Generic::<String>::SELF_CONTAINED);
+
+    // A long vector of them is hashed in chunks: still by content.
+    let a = vec![
+        Plain {
+            a: 1,
+            b: Some((2, true)),
+            c: [3, 4, 5],
+        };
+        5000
+    ];
+    let mut b = Vec::with_capacity(9000);
+    b.extend_from_slice(&a);
+    assert_eq!(fingerprint(&a), fingerprint(&b), "capacity is not content");
+    b[4321].b = None;
+    assert_ne!(fingerprint(&a), fingerprint(&b), "one element changed");
+    b[4321].b = Some((2, true));
+    assert_eq!(fingerprint(&a), fingerprint(&b));
+    b.push(b[0]);
+    assert_ne!(fingerprint(&a), fingerprint(&b), "one element more");
+}
