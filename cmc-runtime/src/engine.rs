@@ -1,38 +1,34 @@
-//! The search: from the initial state, run every enabled handler with every
-//! combination of choices, store each distinct successor once, check the
-//! properties in every new state, and turn a violation into a trace.
+//! The engine: a model set up in memory (arenas, roots, the initial state)
+//! and what it takes to run one transition from one state — the enabled
+//! events, a handler or environment event run with a choice script, the
+//! successor's fingerprint (before or after capture), the properties of a
+//! state, the search tree's nodes and the traces built from them. Which
+//! transitions run, in what order, is the search's business
+//! ([`crate::search`]); running a recorded trace again is the replay's
+//! ([`crate::replay`]).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::fmt;
-use std::time::Instant;
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 use crate::canon::{CanonTable, HeapGraph};
 use crate::ctx::{self, begin_run, end_run, system_scope, user_code, Ctx, Run, View};
 use crate::env::Env;
 use crate::globals::Globals;
 use crate::identity::{HashFn, TypeSource};
-use crate::isolate::{self, ChildEnd};
+use crate::isolate::{self};
 use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, MemoryConfig, StateId};
-use crate::model::{
-    FingerprintMode, Handler, Invariant, Model, Process, StateHasher, Strategy, Trigger,
-};
-use crate::trace::{
-    CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
-    ViolationRecord, TRACE_VERSION,
-};
-use crate::tree::{Tree, NO_PARENT};
-use crate::visited::Visited;
+use crate::model::{FingerprintMode, Handler, Invariant, Model, Process, StateHasher, Trigger};
+use crate::trace::{Sent, Step, StepKind, Trace, ViolationKind, ViolationRecord, TRACE_VERSION};
+use crate::tree::Tree;
 use crate::world::World;
 
 /// The actor index of environment events in internal steps.
-const ENV: usize = usize::MAX;
-const LOSE: usize = 0;
-const DUPLICATE: usize = 1;
-const ENV_EVENTS: [&str; 2] = ["lose message", "duplicate message"];
+pub(crate) const ENV: usize = usize::MAX;
+pub(crate) const LOSE: usize = 0;
+pub(crate) const DUPLICATE: usize = 1;
+pub(crate) const ENV_EVENTS: [&str; 2] = ["lose message", "duplicate message"];
 
 /// The tool could not check the model (as opposed to finding a violation).
 #[derive(Debug)]
@@ -69,24 +65,24 @@ impl From<std::io::Error> for CheckError {
 
 /// An event: a process's handler, or an environment event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Event {
-    actor: usize,
-    handler: usize,
+pub(crate) struct Event {
+    pub(crate) actor: usize,
+    pub(crate) handler: usize,
 }
 
 /// A step as the engine records it: the event and its choice values.
 #[derive(Clone, Debug)]
-struct RawStep {
-    event: Event,
-    choices: Vec<usize>,
+pub(crate) struct RawStep {
+    pub(crate) event: Event,
+    pub(crate) choices: Vec<usize>,
     /// The random-seed variant (`Model::random_seeds`; 0 is the default
     /// seed).
-    seed: u32,
+    pub(crate) seed: u32,
 }
 
 /// The steps of a crash: the recorded path to the node being expanded,
 /// then the step that was running (from the current record).
-fn crash_steps(
+pub(crate) fn crash_steps(
     current: Option<&[u64]>,
     ancestry: Option<Vec<isolate::LoggedStep>>,
 ) -> Option<Vec<RawStep>> {
@@ -123,138 +119,73 @@ fn crash_steps(
     Some(steps)
 }
 
-struct Outcome {
+pub(crate) struct Outcome {
     /// The choices made, as (value, range).
-    ranges: Vec<(usize, usize)>,
-    taken: Vec<usize>,
-    panic: Option<(String, String)>,
-    model_error: Option<String>,
-    delivered: Option<(usize, usize, String)>,
-    sent: Vec<(usize, String, &'static str)>,
+    pub(crate) ranges: Vec<(usize, usize)>,
+    pub(crate) taken: Vec<usize>,
+    pub(crate) panic: Option<(String, String)>,
+    pub(crate) model_error: Option<String>,
+    pub(crate) delivered: Option<(usize, usize, String)>,
+    pub(crate) sent: Vec<(usize, String, &'static str)>,
     /// Whether the run drew randomness (looked at only with more than one
     /// random seed).
-    drew: bool,
+    pub(crate) drew: bool,
     /// A global the run initialized that could not be moved out of the
     /// arenas (see [`crate::globals`]).
-    global_error: Option<String>,
+    pub(crate) global_error: Option<String>,
     /// A replayed choice out of its range (see `ctx::Run::misfit`).
-    misfit: Option<String>,
+    pub(crate) misfit: Option<String>,
     /// A thread the handler started that outlived it (see
     /// [`crate::threads`]): the search cannot go on.
-    thread_error: Option<String>,
+    pub(crate) thread_error: Option<String>,
 }
 
 impl Outcome {
     /// Whether the run gave no successor: a panic, or a thread left behind.
-    fn cut_short(&self) -> bool {
+    pub(crate) fn cut_short(&self) -> bool {
         self.panic.is_some() || self.thread_error.is_some()
-    }
-}
-
-struct Item {
-    node: u32,
-    state: StateId,
-    depth: usize,
-}
-
-enum Frontier {
-    Stack(Vec<Item>),
-    Queue(VecDeque<Item>),
-    Random(Vec<Item>, SmallRng),
-    Best(BinaryHeap<(i64, Reverse<u64>, u32)>, Vec<Option<Item>>, u64),
-}
-
-impl Frontier {
-    fn new(strategy: Strategy, seed: u64) -> Self {
-        match strategy {
-            Strategy::Bfs => Frontier::Queue(VecDeque::new()),
-            Strategy::Random => Frontier::Random(Vec::new(), SmallRng::seed_from_u64(seed)),
-            Strategy::BestFirst => Frontier::Best(BinaryHeap::new(), Vec::new(), 0),
-            _ => Frontier::Stack(Vec::new()),
-        }
-    }
-
-    fn push(&mut self, item: Item, priority: i64) {
-        match self {
-            Frontier::Stack(v) | Frontier::Random(v, _) => v.push(item),
-            Frontier::Queue(q) => q.push_back(item),
-            Frontier::Best(heap, slots, seq) => {
-                let slot = slots.len() as u32;
-                slots.push(Some(item));
-                heap.push((priority, Reverse(*seq), slot));
-                *seq += 1;
-            }
-        }
-    }
-
-    fn pop(&mut self) -> Option<Item> {
-        match self {
-            Frontier::Stack(v) => v.pop(),
-            Frontier::Queue(q) => q.pop_front(),
-            Frontier::Random(v, rng) => {
-                if v.is_empty() {
-                    None
-                } else {
-                    let i = rng.gen_range(0..v.len());
-                    Some(v.swap_remove(i))
-                }
-            }
-            Frontier::Best(heap, slots, _) => heap.pop().map(|(_, _, slot)| {
-                slots[slot as usize]
-                    .take()
-                    .expect("a frontier slot is popped once")
-            }),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Frontier::Stack(v) | Frontier::Random(v, _) => v.len(),
-            Frontier::Queue(q) => q.len(),
-            Frontier::Best(heap, _, _) => heap.len(),
-        }
     }
 }
 
 /// A model set up in memory: arenas, roots, the initial state.
 pub(crate) struct Engine<'m, P: Process> {
-    model: &'m Model<P>,
-    mem: Memory,
-    arenas: Vec<ArenaId>,
-    env_arena: ArenaId,
-    roots: Vec<*mut P>,
-    env: *mut Env<P::Msg, P::Shared>,
-    handlers: Vec<Handler<P>>,
-    invariants: Vec<Invariant<P>>,
+    pub(crate) model: &'m Model<P>,
+    pub(crate) mem: Memory,
+    pub(crate) arenas: Vec<ArenaId>,
+    pub(crate) env_arena: ArenaId,
+    pub(crate) roots: Vec<*mut P>,
+    pub(crate) env: *mut Env<P::Msg, P::Shared>,
+    pub(crate) handlers: Vec<Handler<P>>,
+    pub(crate) invariants: Vec<Invariant<P>>,
     /// Global invariants registered with `#[cmc::invariant]` for `P`.
-    registered: Vec<(&'static str, crate::registry::ErasedCheck)>,
-    initial: StateId,
+    pub(crate) registered: Vec<(&'static str, crate::registry::ErasedCheck)>,
+    pub(crate) initial: StateId,
     /// How each stored state was first reached (shared with the parent
     /// process in an isolated run, see [`crate::tree`]).
-    tree: Tree,
-    fp: Fingerprinter<P>,
+    pub(crate) tree: Tree,
+    pub(crate) fp: Fingerprinter<P>,
     /// Whether handlers run on a scrubbed stack (see [`Engine::new`]).
-    scrub: bool,
-    globals: Globals,
+    pub(crate) scrub: bool,
+    pub(crate) globals: Globals,
     /// The seed base of the state being expanded (see
     /// [`Engine::seed_key`]), computed once for all its transitions; set
     /// and cleared by the search around each expansion. The flag tells
     /// whether it is exact (a function of the state's identity) or
     /// provisional (its bytes, under a heap identity).
-    seed_base: Option<(StateId, u128, bool)>,
+    pub(crate) seed_base: Option<(StateId, u128, bool)>,
     /// The node of the search tree whose guards or invariants run next
     /// (for the crash log: a crash there is attributed to that state).
-    at: u32,
+    pub(crate) at: u32,
     /// Scratch for [`Engine::pending_fingerprint`]: which arenas changed,
     /// and the components it computed.
-    changed: Vec<bool>,
-    computed: Vec<(ArenaId, u128)>,
+    pub(crate) changed: Vec<bool>,
+    pub(crate) computed: Vec<(ArenaId, u128)>,
     /// The sum of components [`Engine::pending_fingerprint`] found last.
-    pending_sum: u128,
+    pub(crate) pending_sum: u128,
 }
 
 /// How one type of the model is fingerprinted.
-enum Chosen<T> {
+pub(crate) enum Chosen<T> {
     /// By a function of its value (`StateHash`, `Hash` or `Debug`).
     Value(FingerprintMode, HashFn<T>),
     /// By the canonical heap.
@@ -280,7 +211,7 @@ impl<T> Clone for Chosen<T> {
 }
 
 impl<T> Chosen<T> {
-    fn mode(&self) -> Option<FingerprintMode> {
+    pub(crate) fn mode(&self) -> Option<FingerprintMode> {
         match self {
             Chosen::Value(m, _) => Some(*m),
             Chosen::Heap => Some(FingerprintMode::Heap),
@@ -296,24 +227,24 @@ impl<T> Chosen<T> {
 /// arena's page table (an arena a transition did not touch keeps its table,
 /// hence its component), and the environment's, computed from its meaning
 /// (messages by their identity keys, the shared variables by their source).
-struct Fingerprinter<P: Process> {
-    process: Chosen<P>,
-    shared: Chosen<P::Shared>,
+pub(crate) struct Fingerprinter<P: Process> {
+    pub(crate) process: Chosen<P>,
+    pub(crate) shared: Chosen<P::Shared>,
     /// Heap mode: one graph per process arena.
-    graphs: Vec<HeapGraph>,
+    pub(crate) graphs: Vec<HeapGraph>,
     /// The shared variables' heap, when they are fingerprinted by it.
-    shared_graph: Option<HeapGraph>,
-    table: CanonTable,
+    pub(crate) shared_graph: Option<HeapGraph>,
+    pub(crate) table: CanonTable,
     /// Which source each type uses, for reports.
-    sources: Vec<TypeSource>,
+    pub(crate) sources: Vec<TypeSource>,
     /// The mode that overrode each type's best source, if any.
-    mode: Option<FingerprintMode>,
+    pub(crate) mode: Option<FingerprintMode>,
 }
 
 impl<P: Process> Fingerprinter<P> {
     /// Chooses the sources: the mode the model asks for, else each type's
     /// best.
-    fn new(
+    pub(crate) fn new(
         model: &Model<P>,
         mode: Option<FingerprintMode>,
         mem: &Memory,
@@ -409,7 +340,7 @@ impl<P: Process> Fingerprinter<P> {
     /// trace, which a replay in another process computes the same way from
     /// the same states (the canonical heap's table depends on the states it
     /// has seen).
-    fn fresh(
+    pub(crate) fn fresh(
         &self,
         mem: &Memory,
         arenas: &[ArenaId],
@@ -443,7 +374,7 @@ impl<P: Process> Fingerprinter<P> {
     }
 
     /// Drops the states the heap graphs hold.
-    fn release(&mut self, mem: &mut Memory) {
+    pub(crate) fn release(&mut self, mem: &mut Memory) {
         for g in &mut self.graphs {
             g.release(mem);
         }
@@ -455,20 +386,20 @@ impl<P: Process> Fingerprinter<P> {
 
 /// What computing a fingerprint needs of an engine, borrowed apart from its
 /// fingerprinters.
-struct Parts<'a, P: Process> {
-    mem: &'a mut Memory,
-    model: &'a Model<P>,
-    arenas: &'a [ArenaId],
-    env_arena: ArenaId,
-    roots: &'a [*mut P],
-    env: *mut Env<P::Msg, P::Shared>,
+pub(crate) struct Parts<'a, P: Process> {
+    pub(crate) mem: &'a mut Memory,
+    pub(crate) model: &'a Model<P>,
+    pub(crate) arenas: &'a [ArenaId],
+    pub(crate) env_arena: ArenaId,
+    pub(crate) roots: &'a [*mut P],
+    pub(crate) env: *mut Env<P::Msg, P::Shared>,
 }
 
 impl<P: Process> Parts<'_, P> {
     /// The fingerprint of `state`, the loaded state, computed by `fp`;
     /// components are cached on the page tables, and their sum on the
     /// state, when `cached`.
-    fn fingerprint(
+    pub(crate) fn fingerprint(
         mut self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
@@ -499,7 +430,7 @@ impl<P: Process> Parts<'_, P> {
     /// once captured, with the sum of all components (returned). When
     /// `pre` carries its sum and its components, the cost is that of the
     /// changed arenas alone.
-    fn fingerprint_changed(
+    pub(crate) fn fingerprint_changed(
         mut self,
         fp: &mut Fingerprinter<P>,
         pre: StateId,
@@ -547,7 +478,7 @@ impl<P: Process> Parts<'_, P> {
     }
 
     /// The fingerprint a sum of components gives.
-    fn finish(&self, sum: u128) -> Fingerprint {
+    pub(crate) fn finish(&self, sum: u128) -> Fingerprint {
         let mut fp = crate::hash::finish(sum);
         if self.model.width == FingerprintWidth::Bits64 {
             fp &= u64::MAX as u128;
@@ -560,7 +491,7 @@ impl<P: Process> Parts<'_, P> {
     /// receives each one that was. `state` is the loaded state for the
     /// sources that read a captured state. Returns the fingerprint and the
     /// sum.
-    fn combine(
+    pub(crate) fn combine(
         &mut self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
@@ -595,7 +526,7 @@ impl<P: Process> Parts<'_, P> {
 
     /// Runs a source's function (user code) in checker memory.
     /// `what` names the source in a violation (called only if it panics).
-    fn user<T: ?Sized>(
+    pub(crate) fn user<T: ?Sized>(
         what: impl FnOnce() -> String,
         value: &T,
         f: &dyn Fn(&T, &mut StateHasher),
@@ -614,7 +545,7 @@ impl<P: Process> Parts<'_, P> {
         })
     }
 
-    fn process_component(
+    pub(crate) fn process_component(
         &mut self,
         fp: &mut Fingerprinter<P>,
         i: usize,
@@ -645,7 +576,7 @@ impl<P: Process> Parts<'_, P> {
     /// The network and timers by meaning (messages in their canonical
     /// order, each by its identity key), and the shared variables by their
     /// source.
-    fn env_component(
+    pub(crate) fn env_component(
         &mut self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
@@ -686,7 +617,7 @@ impl<P: Process> Parts<'_, P> {
 }
 
 /// How a violation names a source whose code panicked.
-fn source_name(mode: FingerprintMode) -> &'static str {
+pub(crate) fn source_name(mode: FingerprintMode) -> &'static str {
     match mode {
         FingerprintMode::State => "StateHash implementation",
         FingerprintMode::Hash => "Hash implementation",
@@ -697,7 +628,7 @@ fn source_name(mode: FingerprintMode) -> &'static str {
 
 /// The message identity function of `P`: its best source, or its `Debug`
 /// (every message has one).
-fn message_key<P: Process>() -> HashFn<P::Msg> {
+pub(crate) fn message_key<P: Process>() -> HashFn<P::Msg> {
     P::hash_fns()
         .msg
         .best()
@@ -706,12 +637,12 @@ fn message_key<P: Process>() -> HashFn<P::Msg> {
 
 /// Setting up failed: either the tool (an error) or the model's own code
 /// during initialisation (a violation with an empty trace).
-enum SetupFailure {
+pub(crate) enum SetupFailure {
     Error(CheckError),
     Violation(ViolationRecord),
 }
 
-fn hex(fp: Fingerprint) -> String {
+pub(crate) fn hex(fp: Fingerprint) -> String {
     fp.to_string()
 }
 
@@ -721,7 +652,7 @@ fn hex(fp: Fingerprint) -> String {
 /// them first touched inside a handler, it would be allocated in that
 /// process's arena and then moved out of it (see [`crate::globals`]);
 /// initializing them here saves that work.
-fn prewarm() {
+pub(crate) fn prewarm() {
     thread_local! {
         static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
@@ -755,7 +686,7 @@ fn prewarm() {
 ///
 /// A constructor that leaves a thread running is reported here, before it
 /// runs in an arena.
-fn warm_up<P: Process>(model: &Model<P>) -> Result<(), ViolationRecord> {
+pub(crate) fn warm_up<P: Process>(model: &Model<P>) -> Result<(), ViolationRecord> {
     let _sys = system_scope();
     for i in 0..model.count {
         if crate::identity::random::enabled() {
@@ -772,7 +703,7 @@ fn warm_up<P: Process>(model: &Model<P>) -> Result<(), ViolationRecord> {
 
 /// The violation of a constructor (of process `i`, or of the shared
 /// variables) that left a thread behind (see [`crate::threads`]).
-fn constructor_threads(i: Option<usize>) -> Result<(), ViolationRecord> {
+pub(crate) fn constructor_threads(i: Option<usize>) -> Result<(), ViolationRecord> {
     let Some(left) = crate::threads::after_user_code() else {
         return Ok(());
     };
@@ -799,7 +730,10 @@ fn constructor_threads(i: Option<usize>) -> Result<(), ViolationRecord> {
 impl<'m, P: Process> Engine<'m, P> {
     /// Sets up `model`; `mode` is the fingerprint mode that overrides each
     /// type's best source (the model's own, or a trace's).
-    fn new(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Result<Self, SetupFailure> {
+    pub(crate) fn new(
+        model: &'m Model<P>,
+        mode: Option<FingerprintMode>,
+    ) -> Result<Self, SetupFailure> {
         prewarm();
         warm_up(model).map_err(SetupFailure::Violation)?;
         if model.count == 0 {
@@ -938,7 +872,10 @@ impl<'m, P: Process> Engine<'m, P> {
     /// The fingerprint the search deduplicates `state` (the loaded state)
     /// by; see [`Fingerprinter`]. A panic in user code (a `Hash` or `Debug`
     /// implementation, an abstraction) is returned as a violation.
-    fn state_fingerprint(&mut self, state: StateId) -> Result<Fingerprint, ViolationRecord> {
+    pub(crate) fn state_fingerprint(
+        &mut self,
+        state: StateId,
+    ) -> Result<Fingerprint, ViolationRecord> {
         let parts = Parts {
             mem: &mut self.mem,
             model: self.model,
@@ -953,7 +890,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// Whether successors can be fingerprinted before they are captured:
     /// every source hashes the live objects (no source reads a captured
     /// state), and no determinism check compares captured successors.
-    fn lazy_capture(&self) -> bool {
+    pub(crate) fn lazy_capture(&self) -> bool {
         matches!(self.fp.process, Chosen::Value(..) | Chosen::Abstract)
             && matches!(self.fp.shared, Chosen::Value(..) | Chosen::Nothing)
             && !self.model.check_determinism
@@ -963,7 +900,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// state) left it, before it is captured: only the components of
     /// arenas the transition changed are computed (kept for
     /// [`Engine::tag_computed`]).
-    fn pending_fingerprint(
+    pub(crate) fn pending_fingerprint(
         &mut self,
         pre: StateId,
         event: Event,
@@ -1001,7 +938,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// Tags `state`, just captured after [`Engine::pending_fingerprint`],
     /// with the components computed there (its other arenas share their
     /// tables, and tags, with the pre-state).
-    fn tag_computed(&mut self, state: StateId) {
+    pub(crate) fn tag_computed(&mut self, state: StateId) {
         for &(arena, c) in &self.computed {
             self.mem.set_tag(state, arena, c);
         }
@@ -1011,7 +948,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// The fingerprint of `state` (the loaded state) as traces record it:
     /// computed by `fp`, a fresh fingerprinter that has seen only the
     /// trace's earlier states.
-    fn trace_fingerprint(
+    pub(crate) fn trace_fingerprint(
         &mut self,
         fp: &mut Fingerprinter<P>,
         state: StateId,
@@ -1027,7 +964,7 @@ impl<'m, P: Process> Engine<'m, P> {
         parts.fingerprint(fp, state, false)
     }
 
-    fn fresh_fingerprinter(&self) -> Fingerprinter<P> {
+    pub(crate) fn fresh_fingerprinter(&self) -> Fingerprinter<P> {
         self.fp.fresh(
             &self.mem,
             &self.arenas,
@@ -1037,24 +974,24 @@ impl<'m, P: Process> Engine<'m, P> {
         )
     }
 
-    fn env(&self) -> &Env<P::Msg, P::Shared> {
+    pub(crate) fn env(&self) -> &Env<P::Msg, P::Shared> {
         // SAFETY: the environment root is live in every state.
         unsafe { &*self.env }
     }
 
-    fn world(&self) -> World<'_, P> {
+    pub(crate) fn world(&self) -> World<'_, P> {
         World {
             procs: &self.roots,
             env: self.env(),
         }
     }
 
-    fn actor_name(&self, actor: usize) -> String {
+    pub(crate) fn actor_name(&self, actor: usize) -> String {
         self.actor_name_lazy(actor)()
     }
 
     /// [`Self::actor_name`], formatted only when called.
-    fn actor_name_lazy(&self, actor: usize) -> impl Fn() -> String {
+    pub(crate) fn actor_name_lazy(&self, actor: usize) -> impl Fn() -> String {
         move || {
             if actor == ENV {
                 "environment".into()
@@ -1064,7 +1001,7 @@ impl<'m, P: Process> Engine<'m, P> {
         }
     }
 
-    fn handler_name(&self, e: Event) -> &'static str {
+    pub(crate) fn handler_name(&self, e: Event) -> &'static str {
         if e.actor == ENV {
             ENV_EVENTS[e.handler]
         } else {
@@ -1073,7 +1010,7 @@ impl<'m, P: Process> Engine<'m, P> {
     }
 
     /// The enabled events of the loaded state, or the guard that panicked.
-    fn enabled(&self) -> Result<Vec<Event>, ViolationRecord> {
+    pub(crate) fn enabled(&self) -> Result<Vec<Event>, ViolationRecord> {
         let env = self.env();
         let _sys = system_scope();
         isolate::phase(isolate::IN_GUARD, self.at, 0, 0, 0);
@@ -1143,7 +1080,13 @@ impl<'m, P: Process> Engine<'m, P> {
     /// into the padding of a value the handler builds next, that garbage
     /// would make the state differ from the one the search, the
     /// determinism check and a replay reach.
-    fn run_described(&mut self, e: Event, script: Vec<usize>, seed: u32, pre: StateId) -> Outcome {
+    pub(crate) fn run_described(
+        &mut self,
+        e: Event,
+        script: Vec<usize>,
+        seed: u32,
+        pre: StateId,
+    ) -> Outcome {
         let described = self.run(e, script.clone(), seed, true, pre);
         let _ = self.mem.take_exhaustion();
         self.mem.restore(pre);
@@ -1165,7 +1108,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// successor the one every run gives (in the search, in the
     /// determinism check and in replay), whichever transition happened to
     /// touch the global first in this process.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         e: Event,
         script: Vec<usize>,
@@ -1209,14 +1152,14 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// Whether the run just made from `pre` drew randomness from a
     /// provisional seed.
-    fn needs_exact_seed(&self, pre: StateId) -> bool {
+    pub(crate) fn needs_exact_seed(&self, pre: StateId) -> bool {
         crate::identity::random::enabled()
             && self.heap_identity()
             && !matches!(self.seed_base, Some((s, _, true)) if s == pre)
             && crate::identity::random::drew()
     }
 
-    fn run_once(
+    pub(crate) fn run_once(
         &mut self,
         e: Event,
         script: Vec<usize>,
@@ -1301,7 +1244,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// identity (see [`Engine::seed_base_of`]), the event and the choice
     /// script, and the random-seed variant (variant 0 adds nothing, so a
     /// search with one seed draws what it always did).
-    fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
+    pub(crate) fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
         let base = match self.seed_base {
             Some((state, base, _)) if state == pre => base,
             _ => self.seed_base_of(pre).0,
@@ -1328,7 +1271,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// whether it is exact. Under a canonical-heap identity it is
     /// provisional, the state's bytes: the exact base costs a traversal of
     /// every heap, paid only when a transition draws (see [`Engine::run`]).
-    fn seed_base_of(&mut self, pre: StateId) -> (u128, bool) {
+    pub(crate) fn seed_base_of(&mut self, pre: StateId) -> (u128, bool) {
         if self.heap_identity() {
             return (self.mem.fingerprint(pre).0, false);
         }
@@ -1340,7 +1283,7 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// Whether a type is identified by its canonical heap, whose canonical
     /// addresses depend on the states the search saw before.
-    fn heap_identity(&self) -> bool {
+    pub(crate) fn heap_identity(&self) -> bool {
         matches!(self.fp.process, Chosen::Heap) || matches!(self.fp.shared, Chosen::Heap)
     }
 
@@ -1349,14 +1292,14 @@ impl<'m, P: Process> Engine<'m, P> {
     /// addresses come from this state alone — the same in the search, in
     /// the determinism check and in a replay, whatever the path that led
     /// there and whatever garbage the arenas' free space holds.
-    fn exact_seed_base(&mut self, pre: StateId) -> u128 {
+    pub(crate) fn exact_seed_base(&mut self, pre: StateId) -> u128 {
         let mut fp = self.fresh_fingerprinter();
         let base = self.trace_fingerprint(&mut fp, pre).map_or(0, |f| f.0);
         fp.release(&mut self.mem);
         base
     }
 
-    fn run_environment(&mut self, event: usize) {
+    pub(crate) fn run_environment(&mut self, event: usize) {
         let distinct = {
             let _sys = system_scope();
             self.env().distinct()
@@ -1388,7 +1331,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// The invariants the loaded state violates (per-process ones first,
     /// then global ones, in declaration order); only the first when
     /// `first_only`.
-    fn invariant_violations(&self, first_only: bool) -> Vec<ViolationRecord> {
+    pub(crate) fn invariant_violations(&self, first_only: bool) -> Vec<ViolationRecord> {
         let _sys = system_scope();
         let mut found = Vec::new();
         let record = |property: &str, message: String, panic: Option<String>| ViolationRecord {
@@ -1458,7 +1401,7 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// Checks the properties of the loaded state: per-process and global
     /// invariants, and leaks when enabled.
-    fn check_state(&self) -> Option<ViolationRecord> {
+    pub(crate) fn check_state(&self) -> Option<ViolationRecord> {
         let _sys = system_scope();
         if let Some(record) = self.invariant_violations(true).pop() {
             return Some(record);
@@ -1483,7 +1426,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// Marks the arena's blocks reachable from `root` through aligned words
     /// that point into live blocks (interior pointers included); returns the
     /// number and bytes of the others, if any.
-    fn leaked(&self, arena: ArenaId, root: *const u8) -> Option<(usize, usize)> {
+    pub(crate) fn leaked(&self, arena: ArenaId, root: *const u8) -> Option<(usize, usize)> {
         let blocks = self.mem.live_blocks(arena);
         let find = |addr: usize| -> Option<usize> {
             let i = blocks.partition_point(|&(start, _)| start as usize <= addr);
@@ -1519,7 +1462,13 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// Records the node of a new state reached from `parent` by `e`;
     /// `None` when the search tree has no room left.
-    fn record_node(&mut self, parent: u32, e: Event, choices: &[usize], seed: u32) -> Option<u32> {
+    pub(crate) fn record_node(
+        &mut self,
+        parent: u32,
+        e: Event,
+        choices: &[usize],
+        seed: u32,
+    ) -> Option<u32> {
         let actor = if e.actor == ENV {
             u32::MAX
         } else {
@@ -1529,7 +1478,7 @@ impl<'m, P: Process> Engine<'m, P> {
             .push(parent, actor, e.handler as u32, seed, choices)
     }
 
-    fn path(&self, node: u32) -> Vec<RawStep> {
+    pub(crate) fn path(&self, node: u32) -> Vec<RawStep> {
         logged_path(
             self.tree
                 .path(node)
@@ -1537,7 +1486,7 @@ impl<'m, P: Process> Engine<'m, P> {
         )
     }
 
-    fn show(&self, actor: usize) -> Option<String> {
+    pub(crate) fn show(&self, actor: usize) -> Option<String> {
         let show = self.model.debug?;
         if actor == ENV {
             return None;
@@ -1549,7 +1498,7 @@ impl<'m, P: Process> Engine<'m, P> {
         user_code(false, || show(unsafe { &*self.roots[actor] })).ok()
     }
 
-    fn step_kind(&self, e: Event) -> StepKind {
+    pub(crate) fn step_kind(&self, e: Event) -> StepKind {
         match (e.actor, e.handler) {
             (ENV, LOSE) => StepKind::Loss,
             (ENV, _) => StepKind::Duplication,
@@ -1559,7 +1508,7 @@ impl<'m, P: Process> Engine<'m, P> {
     }
 
     /// A trace step: the event, its choices, and what its run did.
-    fn describe_step(
+    pub(crate) fn describe_step(
         &self,
         step: &RawStep,
         outcome: Outcome,
@@ -1597,7 +1546,7 @@ impl<'m, P: Process> Engine<'m, P> {
     }
 
     /// Re-runs `steps` from the initial state to describe them.
-    fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+    pub(crate) fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
         self.mem.restore(self.initial);
         let mut fp = self.fresh_fingerprinter();
         let initial_fingerprint = self
@@ -1666,7 +1615,7 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// A hash of the model's shape (see [`Trace::handlers`]): what a trace
     /// depends on besides the code of the handlers.
-    fn shape(&self) -> String {
+    pub(crate) fn shape(&self) -> String {
         Names::of(self.model, self.fp.mode).shape()
     }
 }
@@ -1675,19 +1624,19 @@ impl<'m, P: Process> Engine<'m, P> {
 /// process type's identity — known without building its processes (which
 /// the parent of an isolated run must not do: a constructor may be what
 /// crashed the child).
-struct Names<'m, P: Process> {
-    model: &'m Model<P>,
-    handlers: Vec<Handler<P>>,
+pub(crate) struct Names<'m, P: Process> {
+    pub(crate) model: &'m Model<P>,
+    pub(crate) handlers: Vec<Handler<P>>,
     /// Per-process invariants, then the model's own global ones, then the
     /// registered ones (the crash log numbers them so).
-    invariants: Vec<&'static str>,
-    per_process: usize,
+    pub(crate) invariants: Vec<&'static str>,
+    pub(crate) per_process: usize,
     /// The source of the process type's identity.
-    source: &'static str,
+    pub(crate) source: &'static str,
 }
 
 impl<'m, P: Process> Names<'m, P> {
-    fn of(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Self {
+    pub(crate) fn of(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Self {
         let per_process: Vec<&'static str> = P::invariants().iter().map(|i| i.name).collect();
         let per = per_process.len();
         let invariants = per_process
@@ -1713,7 +1662,7 @@ impl<'m, P: Process> Names<'m, P> {
         }
     }
 
-    fn actor(&self, actor: usize) -> String {
+    pub(crate) fn actor(&self, actor: usize) -> String {
         if actor == ENV {
             "environment".into()
         } else {
@@ -1721,7 +1670,7 @@ impl<'m, P: Process> Names<'m, P> {
         }
     }
 
-    fn handler(&self, e: Event) -> &'static str {
+    pub(crate) fn handler(&self, e: Event) -> &'static str {
         if e.actor == ENV {
             ENV_EVENTS.get(e.handler).copied().unwrap_or("?")
         } else {
@@ -1729,7 +1678,7 @@ impl<'m, P: Process> Names<'m, P> {
         }
     }
 
-    fn step_kind(&self, e: Event) -> StepKind {
+    pub(crate) fn step_kind(&self, e: Event) -> StepKind {
         match (e.actor, e.handler) {
             (ENV, LOSE) => StepKind::Loss,
             (ENV, _) => StepKind::Duplication,
@@ -1745,7 +1694,7 @@ impl<'m, P: Process> Names<'m, P> {
     }
 
     /// A hash of the model's shape (see [`Trace::handlers`]).
-    fn shape(&self) -> String {
+    pub(crate) fn shape(&self) -> String {
         use std::hash::Hash;
         let mut h = StateHasher::default();
         self.model.name.hash(&mut h);
@@ -1767,7 +1716,7 @@ impl<'m, P: Process> Names<'m, P> {
 }
 
 /// `bytes` for people: "512 MiB".
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -1784,7 +1733,7 @@ fn human_bytes(bytes: u64) -> String {
 
 /// The next choice script after a run that made `taken` (value, range)
 /// choices: the odometer advanced at its last position that can move.
-fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
+pub(crate) fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
     let i = taken.iter().rposition(|&(v, n)| v + 1 < n)?;
     let mut script: Vec<usize> = taken[..i].iter().map(|&(v, _)| v).collect();
     script.push(taken[i].0 + 1);
@@ -1794,7 +1743,7 @@ fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
 /// Where two renderings of a process (its `Debug`, pretty or not) first
 /// differ: the enclosing fields and the two lines, as "in `a.b`: `x`
 /// against `y`".
-fn first_difference(a: &str, b: &str) -> Option<String> {
+pub(crate) fn first_difference(a: &str, b: &str) -> Option<String> {
     let mut path: Vec<String> = Vec::new();
     for (x, y) in a.lines().zip(b.lines()) {
         let (tx, ty) = (x.trim(), y.trim());
@@ -1824,1017 +1773,10 @@ fn first_difference(a: &str, b: &str) -> Option<String> {
     (a.lines().count() != b.lines().count()).then(|| "in its length".to_string())
 }
 
-/// A search in progress.
-struct Search<'e, 'm, P: Process> {
-    engine: &'e mut Engine<'m, P>,
-    visited: Visited,
-    frontier: Frontier,
-    stats: Stats,
-    bounded: bool,
-    /// What bounded the search, when something did.
-    bounded_by: Option<String>,
-    /// The signal that interrupted the search, if one did.
-    interrupted: Option<i32>,
-    /// The memory budget in bytes, if any.
-    budget: Option<u64>,
-    /// The transition count when memory was last looked at.
-    memory_checked: u64,
-    violations: Vec<Violation>,
-    seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
-    start: Instant,
-    last_progress: Instant,
-    /// An error that ends the search without a result.
-    fatal: Option<CheckError>,
-    /// Set by a violation after which the search cannot go on, even with
-    /// keep-going: a thread of user code outlived its handler.
-    halted: bool,
-}
-
-impl<P: Process> Search<'_, '_, P> {
-    fn stop_requested(&mut self) -> bool {
-        if self.fatal.is_some() || self.halted {
-            return true;
-        }
-        if let Some(signal) = isolate::stop_signal() {
-            self.interrupted = Some(signal);
-            return true;
-        }
-        if self.engine.tree.full() {
-            self.bounded = true;
-            self.bounded_by = Some(format!(
-                "the search tree is full: it has room for {} states",
-                self.engine.tree.room()
-            ));
-            return true;
-        }
-        let b = &self.engine.model.bounds;
-        if let Some(m) = b.max_states.filter(|&m| self.stats.unique >= m as u64) {
-            self.bounded = true;
-            self.bounded_by = Some(format!("the state bound ({m}) was reached"));
-            return true;
-        }
-        if self.stats.transitions >= self.memory_checked + 4096 {
-            self.memory_checked = self.stats.transitions;
-            if let Some(budget) = self.budget {
-                let rss = crate::progress::resident_bytes();
-                if rss > budget {
-                    self.bounded = true;
-                    self.bounded_by = Some(format!(
-                        "the memory budget ({}) was reached: the search process holds {} \
-                         (--max-memory changes it)",
-                        human_bytes(budget),
-                        human_bytes(rss)
-                    ));
-                    return true;
-                }
-            }
-        }
-        if let Some(t) = b.time_limit.filter(|&t| self.start.elapsed() >= t) {
-            self.bounded = true;
-            self.bounded_by = Some(format!(
-                "the time limit ({:.1} s) was reached",
-                t.as_secs_f64()
-            ));
-            return true;
-        }
-        !self.violations.is_empty() && !self.engine.model.keep_going
-    }
-
-    fn report(&mut self, steps: Vec<RawStep>, record: ViolationRecord) {
-        let key = (
-            record.kind,
-            record.property.clone(),
-            record.location.clone(),
-        );
-        if !self.seen_violations.insert(key) {
-            return;
-        }
-        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
-        let trace = self.engine.build_trace(&steps, record.clone());
-        let violation = Violation { record, trace };
-        if isolate::isolated() {
-            // Sent at once: found is kept, whatever the child does later.
-            let _sys = system_scope();
-            isolate::stream(&serde_json::to_string(&violation).expect("a violation serialises"));
-        }
-        self.violations.push(violation);
-    }
-
-    fn run(&mut self) {
-        let initial = self.engine.initial;
-        let Some(root) = self.engine.record_node(
-            NO_PARENT,
-            Event {
-                actor: ENV,
-                handler: 0,
-            },
-            &[],
-            0,
-        ) else {
-            self.stop_requested();
-            return;
-        };
-        let fp = match self.engine.state_fingerprint(initial) {
-            Ok(fp) => fp,
-            Err(record) => {
-                self.report(Vec::new(), record);
-                return;
-            }
-        };
-        self.visited.insert(fp);
-        self.stats.unique = 1;
-        self.engine.at = root;
-        if let Some(record) = self.engine.check_state() {
-            self.report(Vec::new(), record);
-            return;
-        }
-        self.engine.mem.retain(initial);
-        let priority = self.priority();
-        self.frontier.push(
-            Item {
-                node: root,
-                state: initial,
-                depth: 0,
-            },
-            priority,
-        );
-        while !self.stop_requested() {
-            let Some(item) = self.frontier.pop() else {
-                break;
-            };
-            if let Frontier::Stack(_) = self.frontier {
-                // Depth-first: the tree needs only the nodes up to this one
-                // (see `Tree::truncate`), so it stays as small as the
-                // stack.
-                self.engine.tree.truncate(item.node as usize + 1);
-            }
-            self.expand(&item);
-            self.engine.mem.release(item.state);
-            self.maybe_report_progress();
-        }
-        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
-        while let Some(item) = self.frontier.pop() {
-            self.engine.mem.release(item.state);
-        }
-    }
-
-    fn maybe_report_progress(&mut self) {
-        if self.last_progress.elapsed() < crate::progress::interval() {
-            return;
-        }
-        self.last_progress = Instant::now();
-        let mem = self.engine.mem.stats();
-        crate::progress::report(&crate::progress::Progress {
-            model: self.engine.model.name.clone(),
-            unique: self.stats.unique,
-            transitions: self.stats.transitions,
-            max_depth: self.stats.max_depth,
-            frontier: self.frontier.len(),
-            memory_bytes: crate::progress::resident_bytes() as usize,
-            visited_bytes: self.visited.memory_bytes(),
-            page_bytes: mem.page_bytes,
-            budget_bytes: self.budget.unwrap_or(0),
-            elapsed_s: self.start.elapsed().as_secs_f64(),
-        });
-    }
-
-    fn priority(&self) -> i64 {
-        match &self.engine.model.priority {
-            Some(f) => {
-                let _sys = system_scope();
-                f(&self.engine.world())
-            }
-            None => 0,
-        }
-    }
-
-    fn expand(&mut self, item: &Item) {
-        let e = &mut *self.engine;
-        e.mem.restore(item.state);
-        e.at = item.node;
-        let events = match e.enabled() {
-            Ok(events) => events,
-            Err(record) => {
-                let steps = e.path(item.node);
-                self.report(steps, record);
-                return;
-            }
-        };
-        if e.model.check_determinism {
-            // The guards, evaluated again, must enable the same handlers.
-            for run in 1..e.model.determinism_runs.max(2) {
-                ctx::set_stack_shift(64 * run);
-                let again = e.enabled();
-                ctx::set_stack_shift(0);
-                if again.as_ref().is_ok_and(|a| *a == events) {
-                    continue;
-                }
-                let show = |v: &[Event]| {
-                    v.iter()
-                        .map(|ev| format!("{} of {}", e.handler_name(*ev), e.actor_name(ev.actor)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                let message = match &again {
-                    Ok(again) => format!(
-                        "the guards enabled different handlers when evaluated again in the \
-                         same state: first [{}], then [{}]",
-                        show(&events),
-                        show(again)
-                    ),
-                    Err(record) => {
-                        format!("the guards, evaluated again in the same state, panicked: {record}")
-                    }
-                };
-                let steps = e.path(item.node);
-                self.report(
-                    steps,
-                    ViolationRecord {
-                        kind: ViolationKind::Nondeterminism,
-                        property: "guards".into(),
-                        message,
-                        location: None,
-                    },
-                );
-                return;
-            }
-        }
-        if events.is_empty() {
-            if !e.model.quiescence_ok {
-                let steps = e.path(item.node);
-                self.report(
-                    steps,
-                    ViolationRecord {
-                        kind: ViolationKind::Deadlock,
-                        property: "deadlock".into(),
-                        message: "no handler is enabled in any process".into(),
-                        location: None,
-                    },
-                );
-            }
-            return;
-        }
-        if let Some(d) = e.model.bounds.max_depth.filter(|&d| item.depth >= d) {
-            self.bounded = true;
-            self.bounded_by
-                .get_or_insert_with(|| format!("the depth bound ({d}) cut the search"));
-            return;
-        }
-        let seeds = self.engine.model.random_seeds as u32;
-        if crate::identity::random::enabled() {
-            let (base, exact) = self.engine.seed_base_of(item.state);
-            self.engine.seed_base = Some((item.state, base, exact));
-        }
-        for event in events {
-            // Every choice script with the default seed; when one of those
-            // runs drew randomness, every script again with each other
-            // seed (a run that draws nothing is the same under every seed).
-            let mut drew = false;
-            for seed in 0..seeds {
-                if seed == 1 && !drew {
-                    break;
-                }
-                let mut script = Vec::new();
-                loop {
-                    if self.stop_requested() {
-                        return;
-                    }
-                    self.engine.mem.restore(item.state);
-                    isolate::record_checking(
-                        item.node,
-                        if event.actor == ENV {
-                            u64::MAX
-                        } else {
-                            event.actor as u64
-                        },
-                        event.handler as u64,
-                        seed,
-                        &script,
-                    );
-                    let (ranges, drew_now) = self.transition(item, event, script, seed);
-                    drew |= drew_now;
-                    match next_script(&ranges) {
-                        Some(next) => script = next,
-                        None => break,
-                    }
-                }
-            }
-        }
-        self.engine.seed_base = None;
-    }
-
-    /// Runs a transition again (`Model::determinism_runs` in all, each from
-    /// a stack shifted a little deeper, so that stack addresses differ)
-    /// and compares each successor with `succ`, by the search's own
-    /// identity (bytes may differ where meaning does not: a map's random
-    /// keys); returns what differed, if anything did.
-    #[allow(clippy::too_many_arguments)]
-    fn determinism(
-        e: &mut Engine<'_, P>,
-        item: &Item,
-        event: Event,
-        taken: &[usize],
-        seed: u32,
-        succ: StateId,
-        fp: Fingerprint,
-    ) -> Option<Result<String, String>> {
-        let runs = e.model.determinism_runs.max(2);
-        for run in 1..runs {
-            e.mem.restore(item.state);
-            let globals = e.globals.snapshot();
-            ctx::set_stack_shift(64 * run);
-            let again = e.run(event, taken.to_vec(), seed, false, item.state);
-            ctx::set_stack_shift(0);
-            // Named only if the runs differ: a thread the handler starts
-            // writes std's globals in every run.
-            let written = e.globals.words_written_since(&globals);
-            if let Some(m) = again.thread_error {
-                return Some(Err(m));
-            }
-            let mut cause = Vec::new();
-            let differs = if let Some((m, _)) = &again.panic {
-                cause.push(format!("run {} panicked: {m}", run + 1));
-                true
-            } else if e.mem.take_exhaustion().is_some() {
-                cause.push(format!("run {} ran out of arena memory", run + 1));
-                true
-            } else {
-                let s2 = e.mem.capture();
-                let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
-                if !same && event.actor != ENV {
-                    let second = e.show(event.actor);
-                    e.mem.restore(succ);
-                    let first = e.show(event.actor);
-                    if let (Some(a), Some(b)) = (first, second) {
-                        cause.push(match first_difference(&a, &b) {
-                            Some(d) => format!("its state differs {d}"),
-                            None => "its own state is the same; what it sent or the shared \
-                                     variables differ"
-                                .to_string(),
-                        });
-                    }
-                }
-                e.mem.release(s2);
-                !same
-            };
-            if !differs {
-                continue;
-            }
-            // Other threads of the program write globals too (a test
-            // harness starting threads bumps std's thread-id counter): keep
-            // those that three more runs each write again.
-            let mut written = e.globals.names(&written);
-            for _ in 0..3 {
-                if written.is_empty() {
-                    break;
-                }
-                e.mem.restore(item.state);
-                let globals = e.globals.snapshot();
-                let _ = e.run(event, taken.to_vec(), seed, false, item.state);
-                let _ = e.mem.take_exhaustion();
-                let again = e.globals.written_since(&globals);
-                written.retain(|w| again.contains(w));
-            }
-            if !written.is_empty() {
-                cause.insert(
-                    0,
-                    format!(
-                        "it wrote {} {}, which no state holds",
-                        if written.len() == 1 {
-                            "the global"
-                        } else {
-                            "the globals"
-                        },
-                        written.join(", ")
-                    ),
-                );
-            } else {
-                cause.push(
-                    "it wrote no global of the program: look for files, sockets, threads, \
-                     clocks, or addresses on the stack"
-                        .to_string(),
-                );
-            }
-            let when = if run == 1 {
-                "when run twice".to_string()
-            } else {
-                format!("on run {} of {runs}", run + 1)
-            };
-            return Some(Ok(format!(
-                "{}'s handler gave different successors {when} from the same state: {}",
-                e.actor_name(event.actor),
-                cause.join("; ")
-            )));
-        }
-        None
-    }
-
-    /// Runs one transition from `item` and handles its successor; returns
-    /// the choices it made as (value, range) and whether it drew
-    /// randomness.
-    fn transition(
-        &mut self,
-        item: &Item,
-        event: Event,
-        script: Vec<usize>,
-        seed: u32,
-    ) -> (Vec<(usize, usize)>, bool) {
-        let e = &mut *self.engine;
-        let mut outcome = e.run(event, script, seed, false, item.state);
-        let ranges = std::mem::take(&mut outcome.ranges);
-        let drew = outcome.drew;
-        self.stats.transitions += 1;
-        if let Some(m) = outcome.global_error {
-            self.fatal = Some(CheckError::Model(m));
-            return (ranges, drew);
-        }
-        let step = RawStep {
-            event,
-            choices: std::mem::take(&mut outcome.taken),
-            seed,
-        };
-        let handler = e.handler_name(event);
-        let fail = |kind, message: String, location| ViolationRecord {
-            kind,
-            property: handler.to_string(),
-            message,
-            location,
-        };
-        let violation = if let Some(m) = outcome.thread_error {
-            // The thread still runs (or may): no state of this process can
-            // be trusted from here on, whatever keep-going says.
-            self.halted = true;
-            Some(fail(ViolationKind::ModelError, m, None))
-        } else if let Some((message, location)) = outcome.panic {
-            Some(fail(
-                ViolationKind::Panic,
-                format!("{}: {message}", e.actor_name(event.actor)),
-                Some(location),
-            ))
-        } else if let Some(x) = e.mem.take_exhaustion() {
-            Some(fail(ViolationKind::ArenaExhausted, x.to_string(), None))
-        } else {
-            outcome
-                .model_error
-                .map(|m| fail(ViolationKind::ModelError, m, None))
-        };
-        if let Some(record) = violation {
-            let mut steps = e.path(item.node);
-            steps.push(step);
-            self.report(steps, record);
-            return (ranges, drew);
-        }
-        let succ = if e.lazy_capture() {
-            // Fingerprint first: most successors are known already, and
-            // those need no capture (the next restore undoes what the
-            // transition wrote).
-            self.stats.generated += 1;
-            let fp = match e.pending_fingerprint(item.state, event) {
-                Ok(fp) => fp,
-                Err(record) => {
-                    let mut steps = e.path(item.node);
-                    steps.push(step);
-                    self.report(steps, record);
-                    return (ranges, drew);
-                }
-            };
-            if !self.visited.insert(fp) {
-                return (ranges, drew);
-            }
-            let succ = e.mem.capture();
-            e.tag_computed(succ);
-            succ
-        } else {
-            let succ = e.mem.capture();
-            self.stats.generated += 1;
-            let fp = match e.state_fingerprint(succ) {
-                Ok(fp) => fp,
-                Err(record) => {
-                    e.mem.release(succ);
-                    let mut steps = e.path(item.node);
-                    steps.push(step);
-                    self.report(steps, record);
-                    return (ranges, drew);
-                }
-            };
-            if e.model.check_determinism {
-                match Self::determinism(e, item, event, &step.choices, seed, succ, fp) {
-                    None => {}
-                    Some(Err(thread)) => {
-                        // Only a later run left a thread behind: report that,
-                        // it stops the search.
-                        e.mem.release(succ);
-                        let mut steps = e.path(item.node);
-                        steps.push(step);
-                        self.halted = true;
-                        self.report(steps, fail(ViolationKind::ModelError, thread, None));
-                        return (ranges, drew);
-                    }
-                    Some(Ok(message)) => {
-                        let mut steps = e.path(item.node);
-                        steps.push(step);
-                        e.mem.release(succ);
-                        self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
-                        return (ranges, drew);
-                    }
-                }
-                e.mem.restore(succ);
-            }
-            if !self.visited.insert(fp) {
-                e.mem.release(succ);
-                return (ranges, drew);
-            }
-            succ
-        };
-        if let Some(prune) = &e.model.prune {
-            let pruned = {
-                let _sys = system_scope();
-                prune(&e.world())
-            };
-            if pruned {
-                self.stats.pruned += 1;
-                e.mem.release(succ);
-                return (ranges, drew);
-            }
-        }
-        let Some(node) = e.record_node(item.node, event, &step.choices, seed) else {
-            // The search tree is full: the search stops, bounded (see
-            // `stop_requested`).
-            e.mem.release(succ);
-            return (ranges, drew);
-        };
-        self.stats.unique += 1;
-        let depth = item.depth + 1;
-        self.stats.max_depth = self.stats.max_depth.max(depth);
-        isolate::publish(
-            self.stats.unique,
-            self.stats.transitions,
-            self.stats.max_depth,
-            self.stats.generated,
-        );
-        e.at = node;
-        let verdict = e.check_state();
-        if e.model.check_determinism {
-            // The invariants, evaluated again, must judge the same.
-            for run in 1..e.model.determinism_runs.max(2) {
-                ctx::set_stack_shift(64 * run);
-                let again = e.check_state();
-                ctx::set_stack_shift(0);
-                if again == verdict {
-                    continue;
-                }
-                let say = |v: &Option<ViolationRecord>| {
-                    v.as_ref()
-                        .map_or_else(|| "no violation".to_string(), |r| r.to_string())
-                };
-                let record = ViolationRecord {
-                    kind: ViolationKind::Nondeterminism,
-                    property: verdict
-                        .as_ref()
-                        .or(again.as_ref())
-                        .map_or_else(|| "invariants".to_string(), |r| r.property.clone()),
-                    message: format!(
-                        "the invariants judged the same state differently when evaluated \
-                         again: first {}, then {}",
-                        say(&verdict),
-                        say(&again)
-                    ),
-                    location: None,
-                };
-                e.mem.release(succ);
-                let steps = e.path(node);
-                self.report(steps, record);
-                return (ranges, drew);
-            }
-        }
-        if let Some(record) = verdict {
-            e.mem.release(succ);
-            let steps = e.path(node);
-            self.report(steps, record);
-            return (ranges, drew);
-        }
-        let priority = self.priority();
-        self.frontier.push(
-            Item {
-                node,
-                state: succ,
-                depth,
-            },
-            priority,
-        );
-        self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
-        (ranges, drew)
-    }
-}
-
-/// Checks a model.
-pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    let start = Instant::now();
-    let mut engine = match Engine::new(model, model.fingerprint) {
-        Ok(engine) => engine,
-        Err(SetupFailure::Error(e)) => return Err(e),
-        Err(SetupFailure::Violation(record)) => {
-            let trace = Trace {
-                version: TRACE_VERSION,
-                model: model.name.clone(),
-                fingerprint_bits: if model.width == FingerprintWidth::Bits128 {
-                    128
-                } else {
-                    64
-                },
-                fingerprint: model.fingerprint,
-                initial_fingerprint: String::new(),
-                steps: Vec::new(),
-                violation: Some(record.clone()),
-                also_violated: Vec::new(),
-                sources: Vec::new(),
-                handlers: String::new(),
-                build: None,
-            };
-            return Ok(CheckResult {
-                model: model.name.clone(),
-                verdict: Verdict::Violation,
-                violations: vec![Violation { record, trace }],
-                stats: Stats {
-                    elapsed: start.elapsed(),
-                    ..Stats::default()
-                },
-                sources: Vec::new(),
-                stopped: None,
-            });
-        }
-    };
-    let mut search = Search {
-        visited: Visited::new(model.width),
-        frontier: Frontier::new(model.strategy, model.seed),
-        stats: Stats::default(),
-        bounded: false,
-        bounded_by: None,
-        interrupted: None,
-        budget: match model.bounds.max_memory {
-            Some(0) => None,
-            Some(b) => Some(b),
-            None => crate::progress::default_budget(),
-        },
-        memory_checked: 0,
-        violations: Vec::new(),
-        seen_violations: HashSet::new(),
-        start,
-        last_progress: start,
-        fatal: None,
-        halted: false,
-        engine: &mut engine,
-    };
-    search.run();
-    if let Some(e) = search.fatal.take() {
-        return Err(e);
-    }
-    let mut stats = search.stats;
-    let mem_stats = search.engine.mem.stats();
-    stats.pages = mem_stats.pages;
-    stats.page_bytes = mem_stats.page_bytes;
-    stats.elapsed = start.elapsed();
-    stats.fingerprint = search.engine.fp.process.mode();
-    stats.peak_memory_bytes = crate::progress::peak_resident_bytes();
-    let stopped = match search.interrupted {
-        Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
-        None => search.bounded_by.take(),
-    };
-    let verdict = if !search.violations.is_empty() {
-        Verdict::Violation
-    } else if search.interrupted.is_some() {
-        Verdict::Interrupted
-    } else if search.bounded {
-        Verdict::Bounded
-    } else {
-        Verdict::Pass
-    };
-    Ok(CheckResult {
-        model: model.name.clone(),
-        verdict,
-        violations: search.violations,
-        stats,
-        sources: engine.fp.sources.clone(),
-        stopped,
-    })
-}
-
-/// What replaying a trace showed.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub enum ReplayOutcome {
-    /// Every step matched its fingerprint and the final state has this
-    /// violation.
-    Reproduced(ViolationRecord),
-    /// Every step matched, but the final state violates nothing.
-    NoViolation,
-    /// The replay stopped after this step, as asked; every step so far
-    /// matched.
-    Stopped {
-        /// The last step run, from 1.
-        step: usize,
-    },
-    /// Step `step` (1-based) produced a different state than recorded, or
-    /// was not enabled: the model changed since the trace was recorded
-    /// (`changed` says how, when the model itself can tell), or hidden
-    /// nondeterminism in `handler`.
-    Diverged {
-        /// The step number, from 1 (0: the initial state).
-        step: usize,
-        /// The handler that ran at that step.
-        handler: String,
-        /// What differed.
-        message: String,
-        /// Where the state differs from the recorded one, as far as the
-        /// trace's recorded `Debug` tells: the acting process's fields, or
-        /// the messages it sent.
-        #[serde(default)]
-        detail: Option<String>,
-        /// How the model changed since the trace was recorded (its shape,
-        /// its types' sources of identity), when it did.
-        #[serde(default)]
-        changed: Option<String>,
-    },
-    /// The trace does not fit the model: a step names a handler or a
-    /// process the model does not have, or a recorded choice is out of its
-    /// range now.
-    Misfit {
-        /// The step number, from 1.
-        step: usize,
-        /// What does not fit.
-        message: String,
-        /// How the model changed since the trace was recorded, when it can
-        /// tell.
-        #[serde(default)]
-        changed: Option<String>,
-    },
-}
-
-/// How the model differs from the one `trace` was recorded on, as far as
-/// the trace's recorded shape and sources of identity tell; `None` when
-/// they are the same (or not recorded).
-fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> {
-    let mut changes = Vec::new();
-    if !trace.handlers.is_empty() && trace.handlers != e.shape() {
-        changes.push(
-            "the model's shape changed since the trace was recorded (its number of \
-             processes, its types, its handlers or its invariants)"
-                .to_string(),
-        );
-    }
-    for was in &trace.sources {
-        let now = e.fp.sources.iter().find(|s| s.role == was.role);
-        match now {
-            Some(now) if now.type_name != was.type_name => changes.push(format!(
-                "the {} type is `{}`, the trace recorded `{}`",
-                was.role, now.type_name, was.type_name
-            )),
-            Some(now) if now.source != was.source => changes.push(format!(
-                "the {} type `{}` is identified by its {} now, by its {} when the trace \
-                 was recorded",
-                was.role,
-                was.type_name,
-                now.source.name(),
-                was.source.name()
-            )),
-            _ => {}
-        }
-    }
-    (!changes.is_empty()).then(|| changes.join("; "))
-}
-
-/// Replays a trace on a fresh copy of the model.
-pub(crate) fn replay<P: Process>(
-    model: &Model<P>,
-    trace: &Trace,
-) -> Result<ReplayOutcome, CheckError> {
-    if trace.model != model.name {
-        return Err(CheckError::Trace(format!(
-            "it is a trace of `{}`, not of `{}`",
-            trace.model, model.name
-        )));
-    }
-    // The identity the search used: the mode it forced, if any.
-    let mode = trace.fingerprint.or(model.fingerprint);
-    let mut e = match Engine::new(model, mode) {
-        Ok(e) => e,
-        Err(SetupFailure::Error(err)) => return Err(err),
-        Err(SetupFailure::Violation(record)) => return Ok(ReplayOutcome::Reproduced(record)),
-    };
-    let mut fp = e.fresh_fingerprinter();
-    let initial = match e.trace_fingerprint(&mut fp, e.initial) {
-        Ok(f) => hex(f),
-        Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
-    };
-    let changed = model_change(&e, trace);
-    if !trace.initial_fingerprint.is_empty() && initial != trace.initial_fingerprint {
-        return Ok(ReplayOutcome::Diverged {
-            step: 0,
-            handler: "initialisation".into(),
-            message: format!(
-                "the initial state's fingerprint is {initial}, the trace recorded {}",
-                trace.initial_fingerprint
-            ),
-            detail: None,
-            changed,
-        });
-    }
-    let count = e.roots.len();
-    // The state each step starts from (see `Engine::build_trace`).
-    let mut pre = e.initial;
-    for (k, step) in trace.steps.iter().enumerate() {
-        let misfit = |message: String| {
-            Ok(ReplayOutcome::Misfit {
-                step: k + 1,
-                message,
-                changed: changed.clone(),
-            })
-        };
-        let actor = match step.process {
-            Some(p) if p < count => p,
-            Some(p) => {
-                return misfit(format!(
-                    "step {} names process {p}; the model has {count} (0 to {})",
-                    k + 1,
-                    count.saturating_sub(1)
-                ))
-            }
-            None => ENV,
-        };
-        let handler = if actor == ENV {
-            ENV_EVENTS.iter().position(|&n| n == step.handler)
-        } else {
-            e.handlers.iter().position(|h| h.name == step.handler)
-        };
-        let Some(handler) = handler else {
-            let known: Vec<&str> = if actor == ENV {
-                ENV_EVENTS.to_vec()
-            } else {
-                e.handlers.iter().map(|h| h.name).collect()
-            };
-            return misfit(format!(
-                "step {} runs `{}`, which {} does not have (its handlers: {})",
-                k + 1,
-                step.handler,
-                step.actor,
-                known.join(", ")
-            ));
-        };
-        let event = Event { actor, handler };
-        let enabled = match e.enabled() {
-            Ok(events) => events,
-            Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
-        };
-        if !enabled.contains(&event) {
-            return Ok(ReplayOutcome::Diverged {
-                step: k + 1,
-                handler: step.handler.clone(),
-                message: format!(
-                    "{} of {} is not enabled at this step",
-                    step.handler, step.actor
-                ),
-                detail: None,
-                changed,
-            });
-        }
-        isolate::record(|| vec![isolate::REPLAYING, (k + 1) as u64]);
-        let stepping = crate::progress::stepping();
-        let before = if stepping { e.show(actor) } else { None };
-        let outcome = if stepping {
-            e.run_described(event, step.choices.clone(), step.seed, pre)
-        } else {
-            e.run(event, step.choices.clone(), step.seed, false, pre)
-        };
-        if let Some(m) = outcome.global_error.clone() {
-            return Err(CheckError::Model(m));
-        }
-        let name = e.handler_name(event).to_string();
-        if let Some(m) = outcome.misfit.clone() {
-            return misfit(format!("{name} of {} at step {}: {m}", step.actor, k + 1));
-        }
-        let failure = if let Some(m) = outcome.thread_error.clone() {
-            Some(ViolationRecord {
-                kind: ViolationKind::ModelError,
-                property: name.clone(),
-                message: m,
-                location: None,
-            })
-        } else if let Some((message, location)) = outcome.panic.clone() {
-            Some(ViolationRecord {
-                kind: ViolationKind::Panic,
-                property: name.clone(),
-                message: format!("{}: {message}", e.actor_name(actor)),
-                location: Some(location),
-            })
-        } else if let Some(x) = e.mem.take_exhaustion() {
-            Some(ViolationRecord {
-                kind: ViolationKind::ArenaExhausted,
-                property: name.clone(),
-                message: x.to_string(),
-                location: None,
-            })
-        } else {
-            outcome.model_error.clone().map(|m| ViolationRecord {
-                kind: ViolationKind::ModelError,
-                property: name.clone(),
-                message: m,
-                location: None,
-            })
-        };
-        let (print, failure) = if failure.is_none() {
-            let s = e.mem.capture();
-            let print = e.trace_fingerprint(&mut fp, s);
-            if pre != e.initial {
-                e.mem.release(pre);
-            }
-            pre = s;
-            match print {
-                Ok(f) => (hex(f), None),
-                Err(record) => (String::new(), Some(record)),
-            }
-        } else {
-            (String::new(), failure)
-        };
-        let after = if failure.is_none() && (stepping || step.after.is_some()) {
-            e.show(actor)
-        } else {
-            None
-        };
-        let sent_now: Option<Vec<(usize, String)>> = stepping.then(|| {
-            outcome
-                .sent
-                .iter()
-                .map(|(to, m, _)| (*to, m.clone()))
-                .collect()
-        });
-        if stepping {
-            let described = e.describe_step(
-                &RawStep {
-                    event,
-                    choices: step.choices.clone(),
-                    seed: step.seed,
-                },
-                outcome,
-                print.clone(),
-                before,
-                after.clone(),
-            );
-            crate::progress::step(k + 1, &described);
-        }
-        if let Some(record) = failure {
-            return Ok(ReplayOutcome::Reproduced(record));
-        }
-        // The last step's state may differ from the recorded one: what
-        // matters there is whether it still has the violation (a fix in
-        // the last handler changes it, and the verdict is then "no
-        // violation", not "diverged").
-        // (A trace of nondeterminism is the exception: its last step's
-        // difference is the violation.)
-        let last = k + 1 == trace.steps.len()
-            && trace
-                .violation
-                .as_ref()
-                .is_none_or(|v| v.kind != ViolationKind::Nondeterminism);
-        if !last && !step.fingerprint.is_empty() && print != step.fingerprint {
-            let detail = divergence_detail(step, after.as_deref(), sent_now.as_deref());
-            return Ok(ReplayOutcome::Diverged {
-                step: k + 1,
-                handler: name.clone(),
-                message: format!(
-                    "{name} of {} at step {} reached a state whose fingerprint is {print}; the trace recorded {}",
-                    step.actor,
-                    k + 1,
-                    step.fingerprint
-                ),
-                detail,
-                changed,
-            });
-        }
-        if crate::progress::replay_stop() == Some(k + 1) {
-            return Ok(ReplayOutcome::Stopped { step: k + 1 });
-        }
-    }
-    if let Some(record) = e.check_state() {
-        return Ok(ReplayOutcome::Reproduced(record));
-    }
-    match e.enabled() {
-        Err(record) => Ok(ReplayOutcome::Reproduced(record)),
-        Ok(events) if events.is_empty() && !model.quiescence_ok => {
-            Ok(ReplayOutcome::Reproduced(ViolationRecord {
-                kind: ViolationKind::Deadlock,
-                property: "deadlock".into(),
-                message: "no handler is enabled in any process".into(),
-                location: None,
-            }))
-        }
-        Ok(_) => Ok(ReplayOutcome::NoViolation),
-    }
-}
-
 /// Where a replayed step's result differs from the recorded one, as far as
 /// the trace's `Debug` renderings tell: the acting process's state (which
 /// fields), else the messages it sent (when known).
-fn divergence_detail(
+pub(crate) fn divergence_detail(
     step: &Step,
     after: Option<&str>,
     sent: Option<&[(usize, String)]>,
@@ -2883,7 +1825,7 @@ fn divergence_detail(
 }
 
 /// The last lines of what the child printed, for a violation's message.
-fn stderr_tail(stderr: &str) -> String {
+pub(crate) fn stderr_tail(stderr: &str) -> String {
     let said: Vec<&str> = stderr
         .lines()
         .map(str::trim)
@@ -2894,7 +1836,7 @@ fn stderr_tail(stderr: &str) -> String {
 
 /// What happened to user code `who`, by how the child ended: the kind of
 /// violation and its message.
-fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKind, String) {
+pub(crate) fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKind, String) {
     let tail = stderr_tail(stderr);
     let said = if tail.is_empty() {
         String::new()
@@ -2939,7 +1881,7 @@ fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKind, String)
 }
 
 /// The steps of the path to a node, from the crash log.
-fn logged_path(ancestry: Vec<isolate::LoggedStep>) -> Vec<RawStep> {
+pub(crate) fn logged_path(ancestry: Vec<isolate::LoggedStep>) -> Vec<RawStep> {
     ancestry
         .into_iter()
         .map(|s| RawStep {
@@ -2960,7 +1902,7 @@ fn logged_path(ancestry: Vec<isolate::LoggedStep>) -> Vec<RawStep> {
 /// The user code a phase names: the violated property and a description
 /// of the culprit. `last` is the handler and actor of the step that ran,
 /// for handler and identity phases. `None`: no user code was running.
-fn blame<P: Process>(
+pub(crate) fn blame<P: Process>(
     n: &Names<'_, P>,
     phase: isolate::Phase,
     last: Option<(&str, &str)>,
@@ -3024,7 +1966,7 @@ fn blame<P: Process>(
 
 /// Why a child that ended without a result is nobody's fault in the user's
 /// code (the operating system, or cmc itself).
-fn no_culprit(ended: &isolate::Ended) -> String {
+pub(crate) fn no_culprit(ended: &isolate::Ended) -> String {
     match ended.how {
         isolate::How::Signal(libc::SIGKILL) => "the checking process was killed by SIGKILL \
              from outside cmc — most likely the kernel's out-of-memory killer (lower the \
@@ -3048,7 +1990,7 @@ fn no_culprit(ended: &isolate::Ended) -> String {
 /// to the culprit (the last one the step that ran, for a handler or the
 /// identity of its successor) and the violation; or, when no user code was
 /// running (the checker itself, or the operating system, ended it), why.
-fn culprit<P: Process>(
+pub(crate) fn culprit<P: Process>(
     n: &Names<'_, P>,
     ended: &isolate::Ended,
 ) -> Result<(Vec<RawStep>, ViolationRecord), String> {
@@ -3100,7 +2042,11 @@ fn culprit<P: Process>(
 
 /// A trace of raw steps with only the names of its events: what is left
 /// when the steps cannot be re-run (they do not behave the same again).
-fn bare_trace<P: Process>(n: &Names<'_, P>, steps: &[RawStep], record: ViolationRecord) -> Trace {
+pub(crate) fn bare_trace<P: Process>(
+    n: &Names<'_, P>,
+    steps: &[RawStep],
+    record: ViolationRecord,
+) -> Trace {
     Trace {
         version: TRACE_VERSION,
         model: n.model.name.clone(),
@@ -3134,201 +2080,5 @@ fn bare_trace<P: Process>(n: &Names<'_, P>, steps: &[RawStep], record: Violation
         sources: Vec::new(),
         handlers: n.shape(),
         build: None,
-    }
-}
-
-/// [`check`] in a child process: a crash, an exit or a hang in user code
-/// becomes a violation with its trace; the violations found before it and
-/// the statistics so far are kept.
-pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    let start = Instant::now();
-    let watch = isolate::Watch {
-        transition_timeout: model.transition_timeout,
-        deadline: model
-            .bounds
-            .time_limit
-            .map(|t| start + t + std::time::Duration::from_secs(1)),
-    };
-    let end = isolate::run_in_child(watch, || {
-        let result = check(model).map_err(|e| e.to_string());
-        serde_json::to_string(&result).expect("a result always serialises")
-    })?;
-    let ended = match end {
-        ChildEnd::Finished(text) => {
-            let result: Result<CheckResult, String> = serde_json::from_str(&text).map_err(|e| {
-                CheckError::Isolation(format!("unreadable result from the child: {e}"))
-            })?;
-            return result.map_err(CheckError::Isolation);
-        }
-        ChildEnd::Ended(ended) => ended,
-    };
-    let mut violations: Vec<Violation> = ended
-        .streamed
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let published = ended.published;
-    let mut stats = Stats {
-        unique: published.unique,
-        transitions: published.transitions,
-        max_depth: published.max_depth as usize,
-        generated: published.generated,
-        ..Stats::default()
-    };
-    // Names only: building the processes here could crash this process
-    // the way it crashed the child.
-    let names = Names::of(model, model.fingerprint);
-    let mut stopped = None;
-    let verdict = match culprit(&names, &ended) {
-        Ok((steps, record)) if ended.how == isolate::How::Deadline => {
-            // The time limit is the user's choice, not a fault of the code
-            // that was running.
-            drop(steps);
-            stopped = Some(format!(
-                "the time limit was reached while {} was running; it was stopped",
-                record
-                    .message
-                    .trim_end_matches(" was still running at the time limit")
-            ));
-            if violations.is_empty() {
-                Verdict::Bounded
-            } else {
-                Verdict::Violation
-            }
-        }
-        Ok((_, record)) if matches!(ended.how, isolate::How::Interrupted(_)) => {
-            stopped = Some(record.message);
-            if violations.is_empty() {
-                Verdict::Interrupted
-            } else {
-                Verdict::Violation
-            }
-        }
-        Ok((steps, record)) => {
-            // Describe the steps before the culprit in another child (they
-            // ran before without harm), then add the last one bare.
-            let ran_last = matches!(ended.phase.kind, isolate::IN_HANDLER | isolate::IN_IDENTITY);
-            let described_upto = if ran_last {
-                steps.len().saturating_sub(1)
-            } else {
-                steps.len()
-            };
-            let ran = &steps[..described_upto];
-            let trace = if ran.is_empty() {
-                Some(bare_trace(&names, &[], record.clone()))
-            } else {
-                let prefix = ran.to_vec();
-                let r = record.clone();
-                match isolate::run_in_child(watch, || {
-                    let trace = Engine::new(model, model.fingerprint)
-                        .ok()
-                        .map(|mut e| e.build_trace(&prefix, r.clone()));
-                    serde_json::to_string(&trace).expect("a trace always serialises")
-                })? {
-                    ChildEnd::Finished(text) => {
-                        serde_json::from_str::<Option<Trace>>(&text).ok().flatten()
-                    }
-                    ChildEnd::Ended(_) => None,
-                }
-            };
-            // When the steps do not behave the same again (a flaky crash),
-            // keep the violation with the bare steps.
-            let mut trace = trace.unwrap_or_else(|| bare_trace(&names, ran, record.clone()));
-            if ran_last {
-                if let Some(last) = steps.last() {
-                    let mut tail = bare_trace(&names, std::slice::from_ref(last), record.clone());
-                    trace.steps.append(&mut tail.steps);
-                }
-            }
-            trace.violation = Some(record.clone());
-            violations.push(Violation { record, trace });
-            Verdict::Violation
-        }
-        Err(reason) => {
-            stopped = Some(reason);
-            if violations.is_empty() {
-                Verdict::Interrupted
-            } else {
-                Verdict::Violation
-            }
-        }
-    };
-    stats.elapsed = start.elapsed();
-    Ok(CheckResult {
-        model: model.name.clone(),
-        verdict,
-        violations,
-        stats,
-        sources: Vec::new(),
-        stopped,
-    })
-}
-
-/// [`replay`] in a child process: a crash, an exit or a hang at the
-/// trace's last step (or in the final state's guards or invariants)
-/// reproduces that violation; earlier, it is a divergence.
-pub(crate) fn replay_isolated<P: Process>(
-    model: &Model<P>,
-    trace: &Trace,
-) -> Result<ReplayOutcome, CheckError> {
-    let watch = isolate::Watch {
-        transition_timeout: model.transition_timeout,
-        deadline: None,
-    };
-    let end = isolate::run_in_child(watch, || {
-        let result = replay(model, trace).map_err(|e| e.to_string());
-        serde_json::to_string(&result).expect("a replay outcome always serialises")
-    })?;
-    let ended = match end {
-        ChildEnd::Finished(text) => {
-            let result: Result<ReplayOutcome, String> =
-                serde_json::from_str(&text).map_err(|e| {
-                    CheckError::Isolation(format!("unreadable result from the child: {e}"))
-                })?;
-            return result.map_err(CheckError::Trace);
-        }
-        ChildEnd::Ended(ended) => ended,
-    };
-    let done = match ended.log.as_deref() {
-        Some([isolate::REPLAYING, step]) => *step as usize,
-        _ => 0,
-    };
-    let names_of = Names::of(model, trace.fingerprint.or(model.fingerprint));
-    let step = done.checked_sub(1).and_then(|k| trace.steps.get(k));
-    let names = step.map(|s| (s.handler.as_str(), s.actor.as_str()));
-    let culprit = (ended.how != isolate::How::Signal(libc::SIGKILL))
-        .then(|| blame(&names_of, ended.phase, names))
-        .flatten();
-    let Some((property, who)) = culprit else {
-        return Err(CheckError::Isolation(no_culprit(&ended)));
-    };
-    let (kind, message) = ending(ended.how, &who, &ended.stderr);
-    let record = ViolationRecord {
-        kind,
-        property,
-        message,
-        location: None,
-    };
-    // Where the replay was: the constructors come before any step; a step's
-    // handler ran at step `done`; guards and invariants after it.
-    let at_end = match ended.phase.kind {
-        isolate::IN_SETUP => trace.steps.is_empty(),
-        _ => done == trace.steps.len(),
-    };
-    if at_end {
-        Ok(ReplayOutcome::Reproduced(record))
-    } else {
-        Ok(ReplayOutcome::Diverged {
-            step: done,
-            handler: step.map_or_else(|| "initialisation".to_string(), |s| s.handler.clone()),
-            message: format!(
-                "at step {done} of {}: {} {}",
-                trace.steps.len(),
-                record.kind,
-                record.message
-            ),
-            detail: None,
-            changed: None,
-        })
     }
 }

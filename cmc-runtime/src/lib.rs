@@ -28,6 +28,8 @@ pub mod memory;
 mod model;
 pub mod progress;
 pub mod registry;
+mod replay;
+mod search;
 mod stack;
 mod store;
 mod symbols;
@@ -42,7 +44,7 @@ mod world;
 pub use crate::alloc::{in_any_arena, Allocator, Entered};
 pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE};
 pub use crate::ctx::{choose, Ctx, SendError, View};
-pub use crate::engine::{CheckError, ReplayOutcome};
+pub use crate::engine::CheckError;
 pub use crate::hash::PageHasher;
 pub use crate::identity::StateHash;
 pub use crate::memory::FingerprintWidth;
@@ -50,6 +52,7 @@ pub use crate::model::{
     Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
     Invariant, Message, Model, NetworkConfig, OnFull, Process, StateHasher, Strategy, Trigger,
 };
+pub use crate::replay::ReplayOutcome;
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
 pub use crate::trace::{
     BuildInfo, CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
@@ -64,26 +67,26 @@ impl<P: Process> Model<P> {
     /// Errors are the tool's (an arena could not be reserved, the model is
     /// malformed); property violations are in the result.
     pub fn check(&self) -> Result<CheckResult, CheckError> {
-        engine::check(self)
+        search::check(self)
     }
 
     /// Re-executes a trace on a fresh instance of the model, checking every
     /// step's fingerprint, and reports whether its violation reproduces.
     pub fn replay(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        engine::replay(self, trace)
+        replay::replay(self, trace)
     }
 
     /// [`Model::check`] in a child process, so that a crash in user code (a
     /// segfault, an abort, a stack overflow) is reported as a violation with
     /// the trace that led to it, instead of ending the checker.
     pub fn check_isolated(&self) -> Result<CheckResult, CheckError> {
-        engine::check_isolated(self)
+        search::check_isolated(self)
     }
 
     /// [`Model::replay`] in a child process: a crash at the trace's last step
     /// reproduces a crash violation.
     pub fn replay_isolated(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        engine::replay_isolated(self, trace)
+        replay::replay_isolated(self, trace)
     }
 }
 

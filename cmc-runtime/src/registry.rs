@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{CheckError, ReplayOutcome};
+use crate::engine::CheckError;
 use crate::memory::FingerprintWidth;
 use crate::model::{Check, FingerprintMode, Model, Process, Strategy};
+use crate::replay::ReplayOutcome;
 use crate::trace::{CheckResult, Trace};
 use crate::world::World;
 

@@ -1,0 +1,435 @@
+//! Expanding a state: every enabled handler of every process, with every
+//! combination of its choices (and of the random seeds a model asks for),
+//! each run as one transition whose successor is deduplicated, checked and
+//! put on the frontier; the determinism check's repeated runs.
+
+use crate::ctx::{self, system_scope};
+use crate::engine::{first_difference, next_script, CheckError, Engine, Event, RawStep, ENV};
+use crate::isolate::{self};
+use crate::memory::Fingerprint;
+use crate::memory::StateId;
+use crate::model::Process;
+use crate::trace::{ViolationKind, ViolationRecord};
+
+use super::frontier::Item;
+use super::Search;
+
+impl<P: Process> Search<'_, '_, P> {
+    pub(super) fn expand(&mut self, item: &Item) {
+        let e = &mut *self.engine;
+        e.mem.restore(item.state);
+        e.at = item.node;
+        let events = match e.enabled() {
+            Ok(events) => events,
+            Err(record) => {
+                let steps = e.path(item.node);
+                self.report(steps, record);
+                return;
+            }
+        };
+        if e.model.check_determinism {
+            // The guards, evaluated again, must enable the same handlers.
+            for run in 1..e.model.determinism_runs.max(2) {
+                ctx::set_stack_shift(64 * run);
+                let again = e.enabled();
+                ctx::set_stack_shift(0);
+                if again.as_ref().is_ok_and(|a| *a == events) {
+                    continue;
+                }
+                let show = |v: &[Event]| {
+                    v.iter()
+                        .map(|ev| format!("{} of {}", e.handler_name(*ev), e.actor_name(ev.actor)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let message = match &again {
+                    Ok(again) => format!(
+                        "the guards enabled different handlers when evaluated again in the \
+                         same state: first [{}], then [{}]",
+                        show(&events),
+                        show(again)
+                    ),
+                    Err(record) => {
+                        format!("the guards, evaluated again in the same state, panicked: {record}")
+                    }
+                };
+                let steps = e.path(item.node);
+                self.report(
+                    steps,
+                    ViolationRecord {
+                        kind: ViolationKind::Nondeterminism,
+                        property: "guards".into(),
+                        message,
+                        location: None,
+                    },
+                );
+                return;
+            }
+        }
+        if events.is_empty() {
+            if !e.model.quiescence_ok {
+                let steps = e.path(item.node);
+                self.report(
+                    steps,
+                    ViolationRecord {
+                        kind: ViolationKind::Deadlock,
+                        property: "deadlock".into(),
+                        message: "no handler is enabled in any process".into(),
+                        location: None,
+                    },
+                );
+            }
+            return;
+        }
+        if let Some(d) = e.model.bounds.max_depth.filter(|&d| item.depth >= d) {
+            self.bounded = true;
+            self.bounded_by
+                .get_or_insert_with(|| format!("the depth bound ({d}) cut the search"));
+            return;
+        }
+        let seeds = self.engine.model.random_seeds as u32;
+        if crate::identity::random::enabled() {
+            let (base, exact) = self.engine.seed_base_of(item.state);
+            self.engine.seed_base = Some((item.state, base, exact));
+        }
+        for event in events {
+            // Every choice script with the default seed; when one of those
+            // runs drew randomness, every script again with each other
+            // seed (a run that draws nothing is the same under every seed).
+            let mut drew = false;
+            for seed in 0..seeds {
+                if seed == 1 && !drew {
+                    break;
+                }
+                let mut script = Vec::new();
+                loop {
+                    if self.stop_requested() {
+                        return;
+                    }
+                    self.engine.mem.restore(item.state);
+                    isolate::record_checking(
+                        item.node,
+                        if event.actor == ENV {
+                            u64::MAX
+                        } else {
+                            event.actor as u64
+                        },
+                        event.handler as u64,
+                        seed,
+                        &script,
+                    );
+                    let (ranges, drew_now) = self.transition(item, event, script, seed);
+                    drew |= drew_now;
+                    match next_script(&ranges) {
+                        Some(next) => script = next,
+                        None => break,
+                    }
+                }
+            }
+        }
+        self.engine.seed_base = None;
+    }
+
+    /// Runs a transition again (`Model::determinism_runs` in all, each from
+    /// a stack shifted a little deeper, so that stack addresses differ)
+    /// and compares each successor with `succ`, by the search's own
+    /// identity (bytes may differ where meaning does not: a map's random
+    /// keys); returns what differed, if anything did.
+    #[allow(clippy::too_many_arguments)]
+    fn determinism(
+        e: &mut Engine<'_, P>,
+        item: &Item,
+        event: Event,
+        taken: &[usize],
+        seed: u32,
+        succ: StateId,
+        fp: Fingerprint,
+    ) -> Option<Result<String, String>> {
+        let runs = e.model.determinism_runs.max(2);
+        for run in 1..runs {
+            e.mem.restore(item.state);
+            let globals = e.globals.snapshot();
+            ctx::set_stack_shift(64 * run);
+            let again = e.run(event, taken.to_vec(), seed, false, item.state);
+            ctx::set_stack_shift(0);
+            // Named only if the runs differ: a thread the handler starts
+            // writes std's globals in every run.
+            let written = e.globals.words_written_since(&globals);
+            if let Some(m) = again.thread_error {
+                return Some(Err(m));
+            }
+            let mut cause = Vec::new();
+            let differs = if let Some((m, _)) = &again.panic {
+                cause.push(format!("run {} panicked: {m}", run + 1));
+                true
+            } else if e.mem.take_exhaustion().is_some() {
+                cause.push(format!("run {} ran out of arena memory", run + 1));
+                true
+            } else {
+                let s2 = e.mem.capture();
+                let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
+                if !same && event.actor != ENV {
+                    let second = e.show(event.actor);
+                    e.mem.restore(succ);
+                    let first = e.show(event.actor);
+                    if let (Some(a), Some(b)) = (first, second) {
+                        cause.push(match first_difference(&a, &b) {
+                            Some(d) => format!("its state differs {d}"),
+                            None => "its own state is the same; what it sent or the shared \
+                                     variables differ"
+                                .to_string(),
+                        });
+                    }
+                }
+                e.mem.release(s2);
+                !same
+            };
+            if !differs {
+                continue;
+            }
+            // Other threads of the program write globals too (a test
+            // harness starting threads bumps std's thread-id counter): keep
+            // those that three more runs each write again.
+            let mut written = e.globals.names(&written);
+            for _ in 0..3 {
+                if written.is_empty() {
+                    break;
+                }
+                e.mem.restore(item.state);
+                let globals = e.globals.snapshot();
+                let _ = e.run(event, taken.to_vec(), seed, false, item.state);
+                let _ = e.mem.take_exhaustion();
+                let again = e.globals.written_since(&globals);
+                written.retain(|w| again.contains(w));
+            }
+            if !written.is_empty() {
+                cause.insert(
+                    0,
+                    format!(
+                        "it wrote {} {}, which no state holds",
+                        if written.len() == 1 {
+                            "the global"
+                        } else {
+                            "the globals"
+                        },
+                        written.join(", ")
+                    ),
+                );
+            } else {
+                cause.push(
+                    "it wrote no global of the program: look for files, sockets, threads, \
+                     clocks, or addresses on the stack"
+                        .to_string(),
+                );
+            }
+            let when = if run == 1 {
+                "when run twice".to_string()
+            } else {
+                format!("on run {} of {runs}", run + 1)
+            };
+            return Some(Ok(format!(
+                "{}'s handler gave different successors {when} from the same state: {}",
+                e.actor_name(event.actor),
+                cause.join("; ")
+            )));
+        }
+        None
+    }
+
+    /// Runs one transition from `item` and handles its successor; returns
+    /// the choices it made as (value, range) and whether it drew
+    /// randomness.
+    fn transition(
+        &mut self,
+        item: &Item,
+        event: Event,
+        script: Vec<usize>,
+        seed: u32,
+    ) -> (Vec<(usize, usize)>, bool) {
+        let e = &mut *self.engine;
+        let mut outcome = e.run(event, script, seed, false, item.state);
+        let ranges = std::mem::take(&mut outcome.ranges);
+        let drew = outcome.drew;
+        self.stats.transitions += 1;
+        if let Some(m) = outcome.global_error {
+            self.fatal = Some(CheckError::Model(m));
+            return (ranges, drew);
+        }
+        let step = RawStep {
+            event,
+            choices: std::mem::take(&mut outcome.taken),
+            seed,
+        };
+        let handler = e.handler_name(event);
+        let fail = |kind, message: String, location| ViolationRecord {
+            kind,
+            property: handler.to_string(),
+            message,
+            location,
+        };
+        let violation = if let Some(m) = outcome.thread_error {
+            // The thread still runs (or may): no state of this process can
+            // be trusted from here on, whatever keep-going says.
+            self.halted = true;
+            Some(fail(ViolationKind::ModelError, m, None))
+        } else if let Some((message, location)) = outcome.panic {
+            Some(fail(
+                ViolationKind::Panic,
+                format!("{}: {message}", e.actor_name(event.actor)),
+                Some(location),
+            ))
+        } else if let Some(x) = e.mem.take_exhaustion() {
+            Some(fail(ViolationKind::ArenaExhausted, x.to_string(), None))
+        } else {
+            outcome
+                .model_error
+                .map(|m| fail(ViolationKind::ModelError, m, None))
+        };
+        if let Some(record) = violation {
+            let mut steps = e.path(item.node);
+            steps.push(step);
+            self.report(steps, record);
+            return (ranges, drew);
+        }
+        let succ = if e.lazy_capture() {
+            // Fingerprint first: most successors are known already, and
+            // those need no capture (the next restore undoes what the
+            // transition wrote).
+            self.stats.generated += 1;
+            let fp = match e.pending_fingerprint(item.state, event) {
+                Ok(fp) => fp,
+                Err(record) => {
+                    let mut steps = e.path(item.node);
+                    steps.push(step);
+                    self.report(steps, record);
+                    return (ranges, drew);
+                }
+            };
+            if !self.visited.insert(fp) {
+                return (ranges, drew);
+            }
+            let succ = e.mem.capture();
+            e.tag_computed(succ);
+            succ
+        } else {
+            let succ = e.mem.capture();
+            self.stats.generated += 1;
+            let fp = match e.state_fingerprint(succ) {
+                Ok(fp) => fp,
+                Err(record) => {
+                    e.mem.release(succ);
+                    let mut steps = e.path(item.node);
+                    steps.push(step);
+                    self.report(steps, record);
+                    return (ranges, drew);
+                }
+            };
+            if e.model.check_determinism {
+                match Self::determinism(e, item, event, &step.choices, seed, succ, fp) {
+                    None => {}
+                    Some(Err(thread)) => {
+                        // Only a later run left a thread behind: report that,
+                        // it stops the search.
+                        e.mem.release(succ);
+                        let mut steps = e.path(item.node);
+                        steps.push(step);
+                        self.halted = true;
+                        self.report(steps, fail(ViolationKind::ModelError, thread, None));
+                        return (ranges, drew);
+                    }
+                    Some(Ok(message)) => {
+                        let mut steps = e.path(item.node);
+                        steps.push(step);
+                        e.mem.release(succ);
+                        self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
+                        return (ranges, drew);
+                    }
+                }
+                e.mem.restore(succ);
+            }
+            if !self.visited.insert(fp) {
+                e.mem.release(succ);
+                return (ranges, drew);
+            }
+            succ
+        };
+        if let Some(prune) = &e.model.prune {
+            let pruned = {
+                let _sys = system_scope();
+                prune(&e.world())
+            };
+            if pruned {
+                self.stats.pruned += 1;
+                e.mem.release(succ);
+                return (ranges, drew);
+            }
+        }
+        let Some(node) = e.record_node(item.node, event, &step.choices, seed) else {
+            // The search tree is full: the search stops, bounded (see
+            // `stop_requested`).
+            e.mem.release(succ);
+            return (ranges, drew);
+        };
+        self.stats.unique += 1;
+        let depth = item.depth + 1;
+        self.stats.max_depth = self.stats.max_depth.max(depth);
+        isolate::publish(
+            self.stats.unique,
+            self.stats.transitions,
+            self.stats.max_depth,
+            self.stats.generated,
+        );
+        e.at = node;
+        let verdict = e.check_state();
+        if e.model.check_determinism {
+            // The invariants, evaluated again, must judge the same.
+            for run in 1..e.model.determinism_runs.max(2) {
+                ctx::set_stack_shift(64 * run);
+                let again = e.check_state();
+                ctx::set_stack_shift(0);
+                if again == verdict {
+                    continue;
+                }
+                let say = |v: &Option<ViolationRecord>| {
+                    v.as_ref()
+                        .map_or_else(|| "no violation".to_string(), |r| r.to_string())
+                };
+                let record = ViolationRecord {
+                    kind: ViolationKind::Nondeterminism,
+                    property: verdict
+                        .as_ref()
+                        .or(again.as_ref())
+                        .map_or_else(|| "invariants".to_string(), |r| r.property.clone()),
+                    message: format!(
+                        "the invariants judged the same state differently when evaluated \
+                         again: first {}, then {}",
+                        say(&verdict),
+                        say(&again)
+                    ),
+                    location: None,
+                };
+                e.mem.release(succ);
+                let steps = e.path(node);
+                self.report(steps, record);
+                return (ranges, drew);
+            }
+        }
+        if let Some(record) = verdict {
+            e.mem.release(succ);
+            let steps = e.path(node);
+            self.report(steps, record);
+            return (ranges, drew);
+        }
+        let priority = self.priority();
+        self.frontier.push(
+            Item {
+                node,
+                state: succ,
+                depth,
+            },
+            priority,
+        );
+        self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
+        (ranges, drew)
+    }
+}

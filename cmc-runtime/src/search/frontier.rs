@@ -1,0 +1,79 @@
+//! The frontier of a search: the states still to expand, in the order of
+//! the strategy (a stack for depth-first, a queue for breadth-first, a
+//! random pick, or a priority queue for best-first).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::memory::StateId;
+use crate::model::Strategy;
+
+/// A state to expand: its node of the search tree, its stored state, its
+/// depth.
+pub(super) struct Item {
+    pub(super) node: u32,
+    pub(super) state: StateId,
+    pub(super) depth: usize,
+}
+
+pub(super) enum Frontier {
+    Stack(Vec<Item>),
+    Queue(VecDeque<Item>),
+    Random(Vec<Item>, SmallRng),
+    Best(BinaryHeap<(i64, Reverse<u64>, u32)>, Vec<Option<Item>>, u64),
+}
+
+impl Frontier {
+    pub(super) fn new(strategy: Strategy, seed: u64) -> Self {
+        match strategy {
+            Strategy::Bfs => Frontier::Queue(VecDeque::new()),
+            Strategy::Random => Frontier::Random(Vec::new(), SmallRng::seed_from_u64(seed)),
+            Strategy::BestFirst => Frontier::Best(BinaryHeap::new(), Vec::new(), 0),
+            _ => Frontier::Stack(Vec::new()),
+        }
+    }
+
+    pub(super) fn push(&mut self, item: Item, priority: i64) {
+        match self {
+            Frontier::Stack(v) | Frontier::Random(v, _) => v.push(item),
+            Frontier::Queue(q) => q.push_back(item),
+            Frontier::Best(heap, slots, seq) => {
+                let slot = slots.len() as u32;
+                slots.push(Some(item));
+                heap.push((priority, Reverse(*seq), slot));
+                *seq += 1;
+            }
+        }
+    }
+
+    pub(super) fn pop(&mut self) -> Option<Item> {
+        match self {
+            Frontier::Stack(v) => v.pop(),
+            Frontier::Queue(q) => q.pop_front(),
+            Frontier::Random(v, rng) => {
+                if v.is_empty() {
+                    None
+                } else {
+                    let i = rng.gen_range(0..v.len());
+                    Some(v.swap_remove(i))
+                }
+            }
+            Frontier::Best(heap, slots, _) => heap.pop().map(|(_, _, slot)| {
+                slots[slot as usize]
+                    .take()
+                    .expect("a frontier slot is popped once")
+            }),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Frontier::Stack(v) | Frontier::Random(v, _) => v.len(),
+            Frontier::Queue(q) => q.len(),
+            Frontier::Best(heap, _, _) => heap.len(),
+        }
+    }
+}

@@ -1,0 +1,434 @@
+//! The search: from the initial state, expand states in the order of the
+//! chosen strategy (its frontier, [`frontier`]), run every enabled handler
+//! of each with every combination of choices ([`expand`]), store each
+//! distinct successor once, check the properties in every new state, and
+//! turn a violation into a trace. Running one transition from one state is
+//! the engine's job ([`crate::engine`]); deciding which, and what follows
+//! from its outcome, is this module's.
+
+mod expand;
+mod frontier;
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use crate::ctx::system_scope;
+use crate::engine::{
+    bare_trace, culprit, human_bytes, CheckError, Engine, Event, Names, RawStep, SetupFailure, ENV,
+};
+use crate::isolate::{self, ChildEnd};
+use crate::memory::FingerprintWidth;
+use crate::model::{Model, Process};
+use crate::trace::{
+    CheckResult, Stats, Trace, Verdict, Violation, ViolationKind, ViolationRecord, TRACE_VERSION,
+};
+use crate::tree::NO_PARENT;
+use crate::visited::Visited;
+
+use frontier::{Frontier, Item};
+
+/// A search in progress: the engine it drives, the visited set, the
+/// frontier, the statistics, what bounded or interrupted it, and the
+/// violations found.
+struct Search<'e, 'm, P: Process> {
+    engine: &'e mut Engine<'m, P>,
+    visited: Visited,
+    frontier: Frontier,
+    stats: Stats,
+    bounded: bool,
+    /// What bounded the search, when something did.
+    bounded_by: Option<String>,
+    /// The signal that interrupted the search, if one did.
+    interrupted: Option<i32>,
+    /// The memory budget in bytes, if any.
+    budget: Option<u64>,
+    /// The transition count when memory was last looked at.
+    memory_checked: u64,
+    violations: Vec<Violation>,
+    seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
+    start: Instant,
+    last_progress: Instant,
+    /// An error that ends the search without a result.
+    fatal: Option<CheckError>,
+    /// Set by a violation after which the search cannot go on, even with
+    /// keep-going: a thread of user code outlived its handler.
+    halted: bool,
+}
+
+impl<P: Process> Search<'_, '_, P> {
+    fn stop_requested(&mut self) -> bool {
+        if self.fatal.is_some() || self.halted {
+            return true;
+        }
+        if let Some(signal) = isolate::stop_signal() {
+            self.interrupted = Some(signal);
+            return true;
+        }
+        if self.engine.tree.full() {
+            self.bounded = true;
+            self.bounded_by = Some(format!(
+                "the search tree is full: it has room for {} states",
+                self.engine.tree.room()
+            ));
+            return true;
+        }
+        let b = &self.engine.model.bounds;
+        if let Some(m) = b.max_states.filter(|&m| self.stats.unique >= m as u64) {
+            self.bounded = true;
+            self.bounded_by = Some(format!("the state bound ({m}) was reached"));
+            return true;
+        }
+        if self.stats.transitions >= self.memory_checked + 4096 {
+            self.memory_checked = self.stats.transitions;
+            if let Some(budget) = self.budget {
+                let rss = crate::progress::resident_bytes();
+                if rss > budget {
+                    self.bounded = true;
+                    self.bounded_by = Some(format!(
+                        "the memory budget ({}) was reached: the search process holds {} \
+                         (--max-memory changes it)",
+                        human_bytes(budget),
+                        human_bytes(rss)
+                    ));
+                    return true;
+                }
+            }
+        }
+        if let Some(t) = b.time_limit.filter(|&t| self.start.elapsed() >= t) {
+            self.bounded = true;
+            self.bounded_by = Some(format!(
+                "the time limit ({:.1} s) was reached",
+                t.as_secs_f64()
+            ));
+            return true;
+        }
+        !self.violations.is_empty() && !self.engine.model.keep_going
+    }
+
+    fn report(&mut self, steps: Vec<RawStep>, record: ViolationRecord) {
+        let key = (
+            record.kind,
+            record.property.clone(),
+            record.location.clone(),
+        );
+        if !self.seen_violations.insert(key) {
+            return;
+        }
+        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
+        let trace = self.engine.build_trace(&steps, record.clone());
+        let violation = Violation { record, trace };
+        if isolate::isolated() {
+            // Sent at once: found is kept, whatever the child does later.
+            let _sys = system_scope();
+            isolate::stream(&serde_json::to_string(&violation).expect("a violation serialises"));
+        }
+        self.violations.push(violation);
+    }
+
+    fn run(&mut self) {
+        let initial = self.engine.initial;
+        let Some(root) = self.engine.record_node(
+            NO_PARENT,
+            Event {
+                actor: ENV,
+                handler: 0,
+            },
+            &[],
+            0,
+        ) else {
+            self.stop_requested();
+            return;
+        };
+        let fp = match self.engine.state_fingerprint(initial) {
+            Ok(fp) => fp,
+            Err(record) => {
+                self.report(Vec::new(), record);
+                return;
+            }
+        };
+        self.visited.insert(fp);
+        self.stats.unique = 1;
+        self.engine.at = root;
+        if let Some(record) = self.engine.check_state() {
+            self.report(Vec::new(), record);
+            return;
+        }
+        self.engine.mem.retain(initial);
+        let priority = self.priority();
+        self.frontier.push(
+            Item {
+                node: root,
+                state: initial,
+                depth: 0,
+            },
+            priority,
+        );
+        while !self.stop_requested() {
+            let Some(item) = self.frontier.pop() else {
+                break;
+            };
+            if let Frontier::Stack(_) = self.frontier {
+                // Depth-first: the tree needs only the nodes up to this one
+                // (see `Tree::truncate`), so it stays as small as the
+                // stack.
+                self.engine.tree.truncate(item.node as usize + 1);
+            }
+            self.expand(&item);
+            self.engine.mem.release(item.state);
+            self.maybe_report_progress();
+        }
+        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
+        while let Some(item) = self.frontier.pop() {
+            self.engine.mem.release(item.state);
+        }
+    }
+
+    fn maybe_report_progress(&mut self) {
+        if self.last_progress.elapsed() < crate::progress::interval() {
+            return;
+        }
+        self.last_progress = Instant::now();
+        let mem = self.engine.mem.stats();
+        crate::progress::report(&crate::progress::Progress {
+            model: self.engine.model.name.clone(),
+            unique: self.stats.unique,
+            transitions: self.stats.transitions,
+            max_depth: self.stats.max_depth,
+            frontier: self.frontier.len(),
+            memory_bytes: crate::progress::resident_bytes() as usize,
+            visited_bytes: self.visited.memory_bytes(),
+            page_bytes: mem.page_bytes,
+            budget_bytes: self.budget.unwrap_or(0),
+            elapsed_s: self.start.elapsed().as_secs_f64(),
+        });
+    }
+
+    fn priority(&self) -> i64 {
+        match &self.engine.model.priority {
+            Some(f) => {
+                let _sys = system_scope();
+                f(&self.engine.world())
+            }
+            None => 0,
+        }
+    }
+}
+
+/// Checks a model.
+pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    let mut engine = match Engine::new(model, model.fingerprint) {
+        Ok(engine) => engine,
+        Err(SetupFailure::Error(e)) => return Err(e),
+        Err(SetupFailure::Violation(record)) => {
+            let trace = Trace {
+                version: TRACE_VERSION,
+                model: model.name.clone(),
+                fingerprint_bits: if model.width == FingerprintWidth::Bits128 {
+                    128
+                } else {
+                    64
+                },
+                fingerprint: model.fingerprint,
+                initial_fingerprint: String::new(),
+                steps: Vec::new(),
+                violation: Some(record.clone()),
+                also_violated: Vec::new(),
+                sources: Vec::new(),
+                handlers: String::new(),
+                build: None,
+            };
+            return Ok(CheckResult {
+                model: model.name.clone(),
+                verdict: Verdict::Violation,
+                violations: vec![Violation { record, trace }],
+                stats: Stats {
+                    elapsed: start.elapsed(),
+                    ..Stats::default()
+                },
+                sources: Vec::new(),
+                stopped: None,
+            });
+        }
+    };
+    let mut search = Search {
+        visited: Visited::new(model.width),
+        frontier: Frontier::new(model.strategy, model.seed),
+        stats: Stats::default(),
+        bounded: false,
+        bounded_by: None,
+        interrupted: None,
+        budget: match model.bounds.max_memory {
+            Some(0) => None,
+            Some(b) => Some(b),
+            None => crate::progress::default_budget(),
+        },
+        memory_checked: 0,
+        violations: Vec::new(),
+        seen_violations: HashSet::new(),
+        start,
+        last_progress: start,
+        fatal: None,
+        halted: false,
+        engine: &mut engine,
+    };
+    search.run();
+    if let Some(e) = search.fatal.take() {
+        return Err(e);
+    }
+    let mut stats = search.stats;
+    let mem_stats = search.engine.mem.stats();
+    stats.pages = mem_stats.pages;
+    stats.page_bytes = mem_stats.page_bytes;
+    stats.elapsed = start.elapsed();
+    stats.fingerprint = search.engine.fp.process.mode();
+    stats.peak_memory_bytes = crate::progress::peak_resident_bytes();
+    let stopped = match search.interrupted {
+        Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
+        None => search.bounded_by.take(),
+    };
+    let verdict = if !search.violations.is_empty() {
+        Verdict::Violation
+    } else if search.interrupted.is_some() {
+        Verdict::Interrupted
+    } else if search.bounded {
+        Verdict::Bounded
+    } else {
+        Verdict::Pass
+    };
+    Ok(CheckResult {
+        model: model.name.clone(),
+        verdict,
+        violations: search.violations,
+        stats,
+        sources: engine.fp.sources.clone(),
+        stopped,
+    })
+}
+
+/// [`check`] in a child process: a crash, an exit or a hang in user code
+/// becomes a violation with its trace; the violations found before it and
+/// the statistics so far are kept.
+pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    let watch = isolate::Watch {
+        transition_timeout: model.transition_timeout,
+        deadline: model
+            .bounds
+            .time_limit
+            .map(|t| start + t + std::time::Duration::from_secs(1)),
+    };
+    let end = isolate::run_in_child(watch, || {
+        let result = check(model).map_err(|e| e.to_string());
+        serde_json::to_string(&result).expect("a result always serialises")
+    })?;
+    let ended = match end {
+        ChildEnd::Finished(text) => {
+            let result: Result<CheckResult, String> = serde_json::from_str(&text).map_err(|e| {
+                CheckError::Isolation(format!("unreadable result from the child: {e}"))
+            })?;
+            return result.map_err(CheckError::Isolation);
+        }
+        ChildEnd::Ended(ended) => ended,
+    };
+    let mut violations: Vec<Violation> = ended
+        .streamed
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let published = ended.published;
+    let mut stats = Stats {
+        unique: published.unique,
+        transitions: published.transitions,
+        max_depth: published.max_depth as usize,
+        generated: published.generated,
+        ..Stats::default()
+    };
+    // Names only: building the processes here could crash this process
+    // the way it crashed the child.
+    let names = Names::of(model, model.fingerprint);
+    let mut stopped = None;
+    let verdict = match culprit(&names, &ended) {
+        Ok((steps, record)) if ended.how == isolate::How::Deadline => {
+            // The time limit is the user's choice, not a fault of the code
+            // that was running.
+            drop(steps);
+            stopped = Some(format!(
+                "the time limit was reached while {} was running; it was stopped",
+                record
+                    .message
+                    .trim_end_matches(" was still running at the time limit")
+            ));
+            if violations.is_empty() {
+                Verdict::Bounded
+            } else {
+                Verdict::Violation
+            }
+        }
+        Ok((_, record)) if matches!(ended.how, isolate::How::Interrupted(_)) => {
+            stopped = Some(record.message);
+            if violations.is_empty() {
+                Verdict::Interrupted
+            } else {
+                Verdict::Violation
+            }
+        }
+        Ok((steps, record)) => {
+            // Describe the steps before the culprit in another child (they
+            // ran before without harm), then add the last one bare.
+            let ran_last = matches!(ended.phase.kind, isolate::IN_HANDLER | isolate::IN_IDENTITY);
+            let described_upto = if ran_last {
+                steps.len().saturating_sub(1)
+            } else {
+                steps.len()
+            };
+            let ran = &steps[..described_upto];
+            let trace = if ran.is_empty() {
+                Some(bare_trace(&names, &[], record.clone()))
+            } else {
+                let prefix = ran.to_vec();
+                let r = record.clone();
+                match isolate::run_in_child(watch, || {
+                    let trace = Engine::new(model, model.fingerprint)
+                        .ok()
+                        .map(|mut e| e.build_trace(&prefix, r.clone()));
+                    serde_json::to_string(&trace).expect("a trace always serialises")
+                })? {
+                    ChildEnd::Finished(text) => {
+                        serde_json::from_str::<Option<Trace>>(&text).ok().flatten()
+                    }
+                    ChildEnd::Ended(_) => None,
+                }
+            };
+            // When the steps do not behave the same again (a flaky crash),
+            // keep the violation with the bare steps.
+            let mut trace = trace.unwrap_or_else(|| bare_trace(&names, ran, record.clone()));
+            if ran_last {
+                if let Some(last) = steps.last() {
+                    let mut tail = bare_trace(&names, std::slice::from_ref(last), record.clone());
+                    trace.steps.append(&mut tail.steps);
+                }
+            }
+            trace.violation = Some(record.clone());
+            violations.push(Violation { record, trace });
+            Verdict::Violation
+        }
+        Err(reason) => {
+            stopped = Some(reason);
+            if violations.is_empty() {
+                Verdict::Interrupted
+            } else {
+                Verdict::Violation
+            }
+        }
+    };
+    stats.elapsed = start.elapsed();
+    Ok(CheckResult {
+        model: model.name.clone(),
+        verdict,
+        violations,
+        stats,
+        sources: Vec::new(),
+        stopped,
+    })
+}
