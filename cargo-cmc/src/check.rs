@@ -18,7 +18,18 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
         StrategyArg::Bfs => Strategy::Bfs,
         StrategyArg::Random => Strategy::Random,
         StrategyArg::Best => Strategy::BestFirst,
+        StrategyArg::Walk => Strategy::Walk,
     });
+    if args.walks.is_some() && args.strategy != Some(StrategyArg::Walk) {
+        anyhow::bail!("--walks bounds random walks: it needs --strategy walk");
+    }
+    if args.strategy == Some(StrategyArg::Walk) && args.walks.is_none() && args.time_limit.is_none()
+    {
+        anyhow::bail!(
+            "--strategy walk never ends by itself: give it --walks N or --time-limit SECS"
+        );
+    }
+    o.max_walks = args.walks;
     o.max_depth = args.max_depth;
     o.max_states = args.max_states;
     if let Some(secs) = args.time_limit {

@@ -82,6 +82,10 @@ pub(crate) enum StrategyArg {
     Random,
     /// Best-first by the model's priority function.
     Best,
+    /// Random walks from the initial state with restarts: memory that does
+    /// not grow with the run; needs --time-limit or --walks; reproducible
+    /// with --seed
+    Walk,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -142,6 +146,11 @@ pub(crate) struct CheckArgs {
     /// Stop each model after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub(crate) time_limit: Option<f64>,
+    /// With --strategy walk: stop after this many walks (each from the
+    /// initial state to --max-depth, default 1000, or a state without
+    /// successor).
+    #[arg(long, value_name = "N")]
+    pub(crate) walks: Option<u64>,
     /// How long one piece of user code (a handler, guard, invariant,
     /// constructor, Hash or Debug) may run before the check stops it and
     /// reports a timeout violation with its trace; 0: no limit.

@@ -167,6 +167,7 @@ impl Output {
                         "max_depth": result.stats.max_depth,
                         "elapsed_s": result.stats.elapsed.as_secs_f64(),
                         "peak_memory_bytes": result.stats.peak_memory_bytes,
+                        "walks": result.stats.walks,
                         "violations": violations,
                         "stopped": result.stopped,
                         "fingerprint": result.stats.fingerprint.map(|m| m.name()),

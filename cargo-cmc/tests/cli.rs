@@ -197,6 +197,7 @@ fn the_json_result_object_has_every_promised_field() {
             "max_depth",
             "elapsed_s",
             "peak_memory_bytes",
+            "walks",
             "violations",
             "stopped",
             "fingerprint",

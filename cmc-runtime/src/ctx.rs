@@ -38,6 +38,9 @@ pub(crate) struct Run {
     /// A replayed choice that is out of its range now: the trace does not
     /// fit the program (the handler panics to stop).
     pub(crate) misfit: Option<String>,
+    /// The state of the generator that picks the choices beyond the script
+    /// (a random walk's); `None`: they are 0 (the odometer's first script).
+    pub(crate) pick: Option<u64>,
 }
 
 thread_local! {
@@ -494,7 +497,16 @@ fn with_run<R>(what: &str, f: impl FnOnce(&mut Run) -> R) -> R {
 fn choice(n: usize, what: &str) -> usize {
     with_run(what, |run| {
         let at = run.taken.len();
-        let value = run.script.get(at).copied().unwrap_or(0);
+        let value = match run.script.get(at) {
+            Some(&v) => v,
+            None => match &mut run.pick {
+                // Uniform in 0..n from the output's high bits.
+                Some(state) => {
+                    ((u128::from(crate::hash::splitmix64(state)) * n as u128) >> 64) as usize
+                }
+                None => 0,
+            },
+        };
         if value >= n {
             let message = format!(
                 "choice {} of the step is {value}, out of its range 0..{n} now",

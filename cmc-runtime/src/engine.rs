@@ -166,6 +166,9 @@ pub(crate) struct Engine<'m, P: Process> {
     pub(crate) fp: Fingerprinter<P>,
     /// Whether handlers run on a scrubbed stack (see [`Engine::new`]).
     pub(crate) scrub: bool,
+    /// The generator state that picks a run's choices beyond its script
+    /// (a random walk's; see `ctx::Run::pick`), while the caller sets it.
+    pub(crate) pick: Option<u64>,
     pub(crate) globals: Globals,
     /// The seed base of the state being expanded (see
     /// [`Engine::seed_key`]), computed once for all its transitions; set
@@ -865,6 +868,7 @@ impl<'m, P: Process> Engine<'m, P> {
             tree,
             fp,
             scrub,
+            pick: None,
             globals,
         })
     }
@@ -1176,6 +1180,7 @@ impl<'m, P: Process> Engine<'m, P> {
         begin_run(Run {
             script,
             describe,
+            pick: self.pick,
             ..Run::default()
         });
         let panic = if e.actor == ENV {

@@ -313,7 +313,21 @@ pub enum Strategy {
     /// Highest priority first (see [`Model::priority`]); ties in the order
     /// states were found.
     BestFirst,
+    /// Random walks from the initial state, reproducible from the seed: at
+    /// each step one enabled event, with random choices; a walk ends at the
+    /// depth bound (`max_depth`, default [`DEFAULT_WALK_DEPTH`]) or in a
+    /// state without successor, and the next starts from the initial state
+    /// again. Nothing is stored but the walk in progress, so memory does
+    /// not grow with the run; such a search is never complete. It stops at
+    /// a violation, the time limit or `max_walks`; one of the two bounds is
+    /// required. A violation's trace is shortened (loops cut) before it is
+    /// shown. `unique` counts distinct states seen, estimated by a sketch.
+    Walk,
 }
+
+/// The depth at which a random walk ends when the model sets no depth
+/// bound.
+pub const DEFAULT_WALK_DEPTH: usize = 1000;
 
 /// The default of [`Model::transition_timeout`].
 pub const DEFAULT_TRANSITION_TIMEOUT: Duration = Duration::from_secs(5);
@@ -328,6 +342,9 @@ pub struct Bounds {
     pub max_states: Option<usize>,
     /// The search stops after this long.
     pub time_limit: Option<Duration>,
+    /// A random-walk search ([`Strategy::Walk`]) stops after this many
+    /// walks.
+    pub max_walks: Option<u64>,
     /// The search stops before the process's resident memory exceeds this
     /// many bytes. `None`: 80 % of the memory available when it starts;
     /// `Some(0)`: no budget.
@@ -590,6 +607,13 @@ impl<P: Process> Model<P> {
     /// Limits the number of unique states.
     pub fn max_states(mut self, states: usize) -> Self {
         self.bounds.max_states = Some(states);
+        self
+    }
+
+    /// Stops a random-walk search ([`Strategy::Walk`]) after this many
+    /// walks.
+    pub fn max_walks(mut self, walks: u64) -> Self {
+        self.bounds.max_walks = Some(walks);
         self
     }
 

@@ -27,6 +27,9 @@ pub struct RunOptions {
     pub max_states: Option<usize>,
     /// The time limit.
     pub time_limit: Option<Duration>,
+    /// The bound on random walks.
+    #[serde(default)]
+    pub max_walks: Option<u64>,
     /// The seed of the random strategy.
     pub seed: Option<u64>,
     /// Whether to keep going after a violation.
@@ -69,6 +72,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(t) = options.time_limit {
             self.bounds.time_limit = Some(t);
+        }
+        if let Some(w) = options.max_walks {
+            self.bounds.max_walks = Some(w);
         }
         if let Some(seed) = options.seed {
             self.seed = seed;

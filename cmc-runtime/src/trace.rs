@@ -393,6 +393,11 @@ pub struct Stats {
     /// (`VmHWM`), in bytes; 0 where unknown.
     #[serde(default)]
     pub peak_memory_bytes: u64,
+    /// Random walks started (`Strategy::Walk`; 0 for the other
+    /// strategies). Under walks, `unique` is an estimate (a sketch of the
+    /// fingerprints seen).
+    #[serde(default)]
+    pub walks: u64,
 }
 
 impl Stats {
@@ -426,8 +431,14 @@ pub struct CheckResult {
 impl CheckResult {
     /// The one-line summary `cmc: <model> <verdict> unique=… transitions=… depth=… time=…s`.
     pub fn summary(&self) -> String {
+        let walks = if self.stats.walks > 0 {
+            // Under random walks `unique` is a sketch's estimate.
+            format!(" walks={} (unique estimated)", self.stats.walks)
+        } else {
+            String::new()
+        };
         format!(
-            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s",
+            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}",
             self.model,
             self.verdict,
             self.stats.unique,

@@ -4,8 +4,10 @@
 //! put on the frontier; the determinism check's repeated runs.
 
 use crate::ctx::{self, system_scope};
-use crate::engine::{first_difference, next_script, CheckError, Engine, Event, RawStep, ENV};
-use crate::isolate::{self};
+use crate::engine::{
+    first_difference, next_script, CheckError, Engine, Event, Outcome, RawStep, ENV,
+};
+use crate::isolate;
 use crate::memory::Fingerprint;
 use crate::memory::StateId;
 use crate::model::Process;
@@ -239,6 +241,41 @@ impl<P: Process> Search<'_, '_, P> {
     /// Runs one transition from `item` and handles its successor; returns
     /// the choices it made as (value, range) and whether it drew
     /// randomness.
+    /// The violation a run's outcome is, if it is one: a thread left
+    /// behind (which also halts the search: no state of the process can be
+    /// trusted any more), a panic, an exhausted arena, a model error.
+    pub(super) fn outcome_violation(
+        &mut self,
+        event: Event,
+        outcome: &mut Outcome,
+    ) -> Option<ViolationRecord> {
+        let e = &mut *self.engine;
+        let handler = e.handler_name(event);
+        let fail = |kind, message: String, location| ViolationRecord {
+            kind,
+            property: handler.to_string(),
+            message,
+            location,
+        };
+        if let Some(m) = outcome.thread_error.take() {
+            self.halted = true;
+            Some(fail(ViolationKind::ModelError, m, None))
+        } else if let Some((message, location)) = outcome.panic.take() {
+            Some(fail(
+                ViolationKind::Panic,
+                format!("{}: {message}", e.actor_name(event.actor)),
+                Some(location),
+            ))
+        } else if let Some(x) = e.mem.take_exhaustion() {
+            Some(fail(ViolationKind::ArenaExhausted, x.to_string(), None))
+        } else {
+            outcome
+                .model_error
+                .take()
+                .map(|m| fail(ViolationKind::ModelError, m, None))
+        }
+    }
+
     fn transition(
         &mut self,
         item: &Item,
@@ -267,30 +304,13 @@ impl<P: Process> Search<'_, '_, P> {
             message,
             location,
         };
-        let violation = if let Some(m) = outcome.thread_error {
-            // The thread still runs (or may): no state of this process can
-            // be trusted from here on, whatever keep-going says.
-            self.halted = true;
-            Some(fail(ViolationKind::ModelError, m, None))
-        } else if let Some((message, location)) = outcome.panic {
-            Some(fail(
-                ViolationKind::Panic,
-                format!("{}: {message}", e.actor_name(event.actor)),
-                Some(location),
-            ))
-        } else if let Some(x) = e.mem.take_exhaustion() {
-            Some(fail(ViolationKind::ArenaExhausted, x.to_string(), None))
-        } else {
-            outcome
-                .model_error
-                .map(|m| fail(ViolationKind::ModelError, m, None))
-        };
-        if let Some(record) = violation {
-            let mut steps = e.path(item.node);
+        if let Some(record) = self.outcome_violation(event, &mut outcome) {
+            let mut steps = self.engine.path(item.node);
             steps.push(step);
             self.report(steps, record);
             return (ranges, drew);
         }
+        let e = &mut *self.engine;
         let succ = if e.lazy_capture() {
             // Fingerprint first: most successors are known already, and
             // those need no capture (the next restore undoes what the

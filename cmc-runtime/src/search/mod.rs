@@ -8,6 +8,7 @@
 
 mod expand;
 mod frontier;
+mod walk;
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -18,7 +19,7 @@ use crate::engine::{
 };
 use crate::isolate::{self, ChildEnd};
 use crate::memory::FingerprintWidth;
-use crate::model::{Model, Process};
+use crate::model::{Model, Process, Strategy};
 use crate::trace::{
     CheckResult, Stats, Trace, Verdict, Violation, ViolationKind, ViolationRecord, TRACE_VERSION,
 };
@@ -153,6 +154,11 @@ impl<P: Process> Search<'_, '_, P> {
             self.report(Vec::new(), record);
             return;
         }
+        if self.engine.model.strategy == Strategy::Walk {
+            self.walk(root, fp);
+            isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
+            return;
+        }
         self.engine.mem.retain(initial);
         let priority = self.priority();
         self.frontier.push(
@@ -214,9 +220,24 @@ impl<P: Process> Search<'_, '_, P> {
     }
 }
 
+/// Settings that cannot make a search: a random walk with nothing to end
+/// it.
+fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
+    let b = &model.bounds;
+    if model.strategy == Strategy::Walk && b.time_limit.is_none() && b.max_walks.is_none() {
+        return Err(CheckError::Model(format!(
+            "model `{}`: a random-walk search never ends by itself; give it a time limit \
+             (--time-limit) or a number of walks (--walks)",
+            model.name
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a model.
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
+    settings(model)?;
     let mut engine = match Engine::new(model, model.fingerprint) {
         Ok(engine) => engine,
         Err(SetupFailure::Error(e)) => return Err(e),
@@ -311,6 +332,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
 /// the statistics so far are kept.
 pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
+    settings(model)?;
     let watch = isolate::Watch {
         transition_timeout: model.transition_timeout,
         deadline: model

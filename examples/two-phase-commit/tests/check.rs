@@ -159,6 +159,54 @@ mod spec {
         }
     }
 
+    /// Random walks store nothing but the walk in progress: ten times the
+    /// walks leave the same few pages in the store, and the distinct states
+    /// they saw (a sketch's estimate) never exceed what exists. The same
+    /// seed walks the same way.
+    #[test]
+    fn random_walks_keep_memory_flat_and_count_what_they_saw() {
+        let walk = |walks: u64, seed: u64| {
+            let r = two_phase_commit_4()
+                .strategy(Strategy::Walk)
+                .max_walks(walks)
+                .max_depth(40)
+                .seed(seed)
+                .check()
+                .expect("the check runs");
+            println!("{} walks={}", r.summary(), r.stats.walks);
+            assert_eq!(r.verdict, Verdict::Bounded);
+            assert_eq!(r.stats.walks, walks);
+            r
+        };
+        let (few, many) = (walk(100, 1), walk(1000, 1));
+        assert!(
+            many.stats.pages <= few.stats.pages + 2 && many.stats.pages < 16,
+            "pages stored at the end: {} after 100 walks, {} after 1000",
+            few.stats.pages,
+            many.stats.pages
+        );
+        // 4 RMs have 1 568 states (see `four_rms`); 1000 walks of 40 steps
+        // see most of them. The sketch errs by a few percent.
+        let exists = Spec::new(4, CommitGuard::AllPrepared).explore().distinct as f64;
+        let seen = many.stats.unique as f64;
+        assert!(
+            seen <= exists * 1.05 && seen > exists * 0.5,
+            "{seen} distinct states seen of {exists}"
+        );
+        assert!(few.stats.unique < many.stats.unique);
+        let again = walk(100, 1);
+        assert_eq!(
+            (again.stats.transitions, again.stats.unique),
+            (few.stats.transitions, few.stats.unique),
+            "the same seed walks the same way"
+        );
+        let other = walk(100, 2);
+        assert_ne!(
+            other.stats.unique, few.stats.unique,
+            "another seed walks another way"
+        );
+    }
+
     /// The registered models keep cmc's default, depth-first search. A
     /// complete search stores the same states and expands each once,
     /// whatever the order.
@@ -185,6 +233,37 @@ mod bug {
     /// RM becomes aborted only by `RMChooseToAbort`: a fifth step. The
     /// correct spec needs every RM prepared before `TMCommit`, and then no
     /// RM is working and able to abort.
+    /// A random walk finds the bug too; its trace, with the walk's loops
+    /// cut, is at most a few steps longer than a shortest one, and it
+    /// replays.
+    #[test]
+    fn a_random_walk_finds_the_bug_with_a_short_trace_that_replays() {
+        for seed in 0..5 {
+            let model = two_phase_commit::two_phase_commit_5()
+                .strategy(Strategy::Walk)
+                .max_walks(5000)
+                .seed(seed);
+            let r = model.check().expect("the check runs");
+            println!("{} walks={}", r.summary(), r.stats.walks);
+            assert_eq!(r.verdict, Verdict::Violation, "seed {seed}");
+            let v = &r.violations[0];
+            assert_eq!(v.record.property, "consistency", "seed {seed}");
+            println!("seed {seed}: {} steps", v.trace.steps.len());
+            assert!(
+                (5..=12).contains(&v.trace.steps.len()),
+                "seed {seed}: {} steps",
+                v.trace.steps.len()
+            );
+            let model = two_phase_commit::two_phase_commit_5();
+            match model.replay(&v.trace).expect("the replay runs") {
+                cmc::ReplayOutcome::Reproduced(record) => {
+                    assert_eq!(record.property, "consistency", "seed {seed}")
+                }
+                other => panic!("seed {seed}: the walk's trace did not replay: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn committing_on_one_prepared_rm_is_inconsistent() {
         for (rms, model) in [

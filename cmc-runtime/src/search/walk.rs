@@ -1,0 +1,338 @@
+//! Random walks ([`Strategy::Walk`](crate::model::Strategy::Walk)): from the
+//! initial state, one random enabled event at a time, with random choices,
+//! until the depth bound or a state without successor; then again from the
+//! initial state. Only the walk in progress is stored (its states are
+//! released as it moves, its search-tree nodes truncated when the next walk
+//! starts), so memory does not grow with the run. Distinct states seen are
+//! counted by a sketch. A violation's path is shortened before it is
+//! reported: where the walk came back to a state it had been in, the loop
+//! is cut.
+
+use std::collections::HashMap;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::engine::{RawStep, ENV};
+use crate::isolate;
+use crate::memory::{Fingerprint, StateId};
+use crate::model::{Process, DEFAULT_WALK_DEPTH};
+use crate::trace::{ViolationKind, ViolationRecord};
+
+use super::Search;
+
+/// What one step of a walk led to.
+enum Next {
+    /// A successor (owned by the caller) and its node.
+    State(StateId, u32),
+    /// The walk ends here (no successor, a pruned state, a full tree).
+    End,
+    /// A violation was reported.
+    Violation,
+}
+
+impl<P: Process> Search<'_, '_, P> {
+    /// Walks until a bound, a violation or an interruption stops the
+    /// search. `root` is the initial state's node, `initial` its
+    /// fingerprint.
+    pub(super) fn walk(&mut self, root: u32, initial: Fingerprint) {
+        let model = self.engine.model;
+        let depth_bound = model.bounds.max_depth.unwrap_or(DEFAULT_WALK_DEPTH);
+        let mut rng = SmallRng::seed_from_u64(model.seed);
+        let mut sketch = Sketch::new();
+        sketch.insert(initial);
+        let start = self.engine.initial;
+        'walks: while !self.stop_requested() {
+            if let Some(w) = model.bounds.max_walks.filter(|&w| self.stats.walks >= w) {
+                self.bounded = true;
+                self.bounded_by = Some(format!("the walk bound ({w} walks) was reached"));
+                break;
+            }
+            self.stats.walks += 1;
+            self.engine.tree.truncate(root as usize + 1);
+            self.engine.mem.retain(start);
+            let (mut state, mut node) = (start, root);
+            let mut path = vec![initial];
+            for depth in 0..depth_bound {
+                if self.stop_requested() {
+                    self.engine.mem.release(state);
+                    break 'walks;
+                }
+                let next = self.walk_step(&mut rng, state, node, depth, &mut path, &mut sketch);
+                if self.last_progress.elapsed() >= crate::progress::interval() {
+                    self.stats.unique = sketch.estimate();
+                }
+                self.maybe_report_progress();
+                match next {
+                    Next::State(succ, n) => {
+                        self.engine.mem.release(state);
+                        (state, node) = (succ, n);
+                    }
+                    Next::End | Next::Violation => break,
+                }
+            }
+            self.engine.mem.release(state);
+        }
+        self.stats.unique = sketch.estimate();
+    }
+
+    /// One step of a walk from `state` (node `node`, at `depth`), whose
+    /// path's fingerprints so far are `path`.
+    fn walk_step(
+        &mut self,
+        rng: &mut SmallRng,
+        state: StateId,
+        node: u32,
+        depth: usize,
+        path: &mut Vec<Fingerprint>,
+        sketch: &mut Sketch,
+    ) -> Next {
+        let e = &mut *self.engine;
+        e.mem.restore(state);
+        e.at = node;
+        let events = match e.enabled() {
+            Ok(events) => events,
+            Err(record) => {
+                let steps = shorten(e.path(node), path);
+                self.report(steps, record);
+                return Next::Violation;
+            }
+        };
+        if events.is_empty() {
+            if e.model.quiescence_ok {
+                return Next::End;
+            }
+            let steps = shorten(e.path(node), path);
+            self.report(
+                steps,
+                ViolationRecord {
+                    kind: ViolationKind::Deadlock,
+                    property: "deadlock".into(),
+                    message: "no handler is enabled in any process".into(),
+                    location: None,
+                },
+            );
+            return Next::Violation;
+        }
+        let event = events[rng.gen_range(0..events.len())];
+        let seeds = e.model.random_seeds as u32;
+        let seed = if seeds > 1 {
+            rng.gen_range(0..seeds)
+        } else {
+            0
+        };
+        if crate::identity::random::enabled() {
+            let (base, exact) = e.seed_base_of(state);
+            e.seed_base = Some((state, base, exact));
+        }
+        let actor = if event.actor == ENV {
+            u64::MAX
+        } else {
+            event.actor as u64
+        };
+        isolate::record_checking(node, actor, event.handler as u64, seed, &[]);
+        e.pick = Some(rng.gen());
+        let mut outcome = e.run(event, Vec::new(), seed, false, state);
+        e.pick = None;
+        if !outcome.taken.is_empty() && crate::identity::random::enabled() {
+            // What the thread RNG draws depends on the choice script: run
+            // the step again with the choices it made as its script, as a
+            // replay of the trace will.
+            let script = std::mem::take(&mut outcome.taken);
+            e.mem.restore(state);
+            isolate::record_checking(node, actor, event.handler as u64, seed, &script);
+            outcome = e.run(event, script, seed, false, state);
+        }
+        e.seed_base = None;
+        self.stats.transitions += 1;
+        if let Some(m) = outcome.global_error.take() {
+            self.fatal = Some(crate::engine::CheckError::Model(m));
+            return Next::Violation;
+        }
+        let step = RawStep {
+            event,
+            choices: std::mem::take(&mut outcome.taken),
+            seed,
+        };
+        if let Some(record) = self.outcome_violation(event, &mut outcome) {
+            let mut steps = self.engine.path(node);
+            steps.push(step);
+            let steps = shorten(steps, path);
+            self.report(steps, record);
+            return Next::Violation;
+        }
+        let e = &mut *self.engine;
+        let succ = e.mem.capture();
+        self.stats.generated += 1;
+        let fp = match e.state_fingerprint(succ) {
+            Ok(fp) => fp,
+            Err(record) => {
+                e.mem.release(succ);
+                let mut steps = e.path(node);
+                steps.push(step);
+                let steps = shorten(steps, path);
+                self.report(steps, record);
+                return Next::Violation;
+            }
+        };
+        sketch.insert(fp);
+        if let Some(prune) = &e.model.prune {
+            let pruned = {
+                let _sys = crate::ctx::system_scope();
+                prune(&e.world())
+            };
+            if pruned {
+                self.stats.pruned += 1;
+                e.mem.release(succ);
+                return Next::End;
+            }
+        }
+        let Some(next) = e.record_node(node, event, &step.choices, seed) else {
+            // The search tree is full (see `stop_requested`).
+            e.mem.release(succ);
+            return Next::End;
+        };
+        path.push(fp);
+        self.stats.max_depth = self.stats.max_depth.max(depth + 1);
+        isolate::publish(
+            self.stats.unique,
+            self.stats.transitions,
+            self.stats.max_depth,
+            self.stats.generated,
+        );
+        e.at = next;
+        if let Some(record) = e.check_state() {
+            e.mem.release(succ);
+            let steps = shorten(e.path(next), path);
+            self.report(steps, record);
+            return Next::Violation;
+        }
+        Next::State(succ, next)
+    }
+}
+
+/// `steps` with the loops of the walk cut out: `path[i]` is the fingerprint
+/// of the state before `steps[i]` (and, when `path` is longer, of the state
+/// the last step reached). Where the walk was in the same state at `i` and
+/// at a later `j`, the steps in between are dropped: from that state on, the
+/// rest of the path does what it did.
+fn shorten(steps: Vec<RawStep>, path: &[Fingerprint]) -> Vec<RawStep> {
+    assert!(
+        path.len() >= steps.len(),
+        "a walk of {} steps with {} states",
+        steps.len(),
+        path.len()
+    );
+    let last: HashMap<u128, usize> = path.iter().enumerate().map(|(i, f)| (f.0, i)).collect();
+    let mut out = Vec::with_capacity(steps.len());
+    let mut i = 0;
+    while i < steps.len() {
+        let j = last[&path[i].0];
+        if j > i {
+            i = j;
+            continue;
+        }
+        out.push(steps[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// Distinct fingerprints seen, estimated in a fixed 4 KiB (HyperLogLog,
+/// 4096 registers: a standard error of about 1.6 %).
+struct Sketch {
+    registers: Vec<u8>,
+}
+
+impl Sketch {
+    const BITS: u32 = 12;
+
+    fn new() -> Self {
+        Sketch {
+            registers: vec![0; 1 << Self::BITS],
+        }
+    }
+
+    fn insert(&mut self, fp: Fingerprint) {
+        // Fingerprints are uniform; mix anyway, as the low half may be all
+        // there is (64-bit fingerprints).
+        let h = crate::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64);
+        let index = (h >> (64 - Self::BITS)) as usize;
+        let rank = ((h << Self::BITS) | (1 << (Self::BITS - 1))).leading_zeros() as u8 + 1;
+        let r = &mut self.registers[index];
+        *r = (*r).max(rank);
+    }
+
+    fn estimate(&self) -> u64 {
+        let m = self.registers.len() as f64;
+        let alpha = 0.7213 / (1.0 + 1.079 / m);
+        let sum: f64 = self.registers.iter().map(|&r| (-f64::from(r)).exp2()).sum();
+        let raw = alpha * m * m / sum;
+        let zeros = self.registers.iter().filter(|&&r| r == 0).count();
+        let estimate = if raw <= 2.5 * m && zeros > 0 {
+            // Small counts: linear counting.
+            m * (m / zeros as f64).ln()
+        } else {
+            raw
+        };
+        estimate.round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Event;
+
+    fn step(actor: usize) -> RawStep {
+        RawStep {
+            event: Event { actor, handler: 0 },
+            choices: vec![],
+            seed: 0,
+        }
+    }
+
+    #[test]
+    fn loops_are_cut_and_the_rest_kept() {
+        let fp = |x: u128| Fingerprint(x);
+        // States 1 2 3 2 4 1 5 (the last step reaches 5): two loops.
+        let path = [1, 2, 3, 2, 4, 1, 5].map(fp);
+        let steps: Vec<RawStep> = (0..6).map(step).collect();
+        let short = shorten(steps, &path);
+        assert_eq!(
+            short.iter().map(|s| s.event.actor).collect::<Vec<_>>(),
+            vec![5],
+            "from 1, the walk came back to 1 before its last step"
+        );
+        // 1 2 3 2 4 (4 steps, the last reaches 4): the loop 2 3 2 goes.
+        let path = [1, 2, 3, 2, 4].map(fp);
+        let short = shorten((0..4).map(step).collect(), &path);
+        assert_eq!(
+            short.iter().map(|s| s.event.actor).collect::<Vec<_>>(),
+            vec![0, 3]
+        );
+        // A failing step from the last state: as many steps as states.
+        let path = [1, 2, 1].map(fp);
+        let short = shorten((0..3).map(step).collect(), &path);
+        assert_eq!(
+            short.iter().map(|s| s.event.actor).collect::<Vec<_>>(),
+            vec![2]
+        );
+    }
+
+    #[test]
+    fn the_sketch_estimates_distinct_counts_within_a_few_percent() {
+        for n in [10u64, 1000, 100_000] {
+            let mut s = Sketch::new();
+            for k in 0..n {
+                // Each value three times: repeats must not count.
+                for _ in 0..3 {
+                    s.insert(Fingerprint(u128::from(crate::hash::fmix64(k + 1))));
+                }
+            }
+            let e = s.estimate() as f64;
+            let err = (e - n as f64).abs() / n as f64;
+            assert!(err < 0.06, "{n} distinct: estimated {e}");
+        }
+    }
+}
