@@ -308,7 +308,9 @@ pub enum Strategy {
     Dfs,
     /// Breadth-first: the first violation found has a shortest trace.
     Bfs,
-    /// Random order, reproducible from the seed.
+    /// Random order, reproducible from the seed: depth-first, each state's
+    /// successors taken in a random order, so it holds no more states than
+    /// depth-first search does.
     Random,
     /// Highest priority first (see [`Model::priority`]); ties in the order
     /// states were found.

@@ -1,6 +1,7 @@
 //! The frontier of a search: the states still to expand, in the order of
 //! the strategy (a stack for depth-first, a queue for breadth-first, a
-//! random pick, or a priority queue for best-first).
+//! stack whose new entries are shuffled for random order, or a priority
+//! queue for best-first).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -22,7 +23,9 @@ pub(super) struct Item {
 pub(super) enum Frontier {
     Stack(Vec<Item>),
     Queue(VecDeque<Item>),
-    Random(Vec<Item>, SmallRng),
+    /// Depth-first with each expansion's successors in a random order: the
+    /// items pushed since the last pop (from `.2` on) are kept shuffled.
+    Random(Vec<Item>, SmallRng, usize),
     Best(BinaryHeap<(i64, Reverse<u64>, u32)>, Vec<Option<Item>>, u64),
 }
 
@@ -30,7 +33,7 @@ impl Frontier {
     pub(super) fn new(strategy: Strategy, seed: u64) -> Self {
         match strategy {
             Strategy::Bfs => Frontier::Queue(VecDeque::new()),
-            Strategy::Random => Frontier::Random(Vec::new(), SmallRng::seed_from_u64(seed)),
+            Strategy::Random => Frontier::Random(Vec::new(), SmallRng::seed_from_u64(seed), 0),
             Strategy::BestFirst => Frontier::Best(BinaryHeap::new(), Vec::new(), 0),
             _ => Frontier::Stack(Vec::new()),
         }
@@ -38,7 +41,14 @@ impl Frontier {
 
     pub(super) fn push(&mut self, item: Item, priority: i64) {
         match self {
-            Frontier::Stack(v) | Frontier::Random(v, _) => v.push(item),
+            Frontier::Stack(v) => v.push(item),
+            Frontier::Random(v, rng, batch) => {
+                // An online Fisher-Yates shuffle of this expansion's batch.
+                v.push(item);
+                let j = rng.gen_range(*batch..v.len());
+                let last = v.len() - 1;
+                v.swap(j, last);
+            }
             Frontier::Queue(q) => q.push_back(item),
             Frontier::Best(heap, slots, seq) => {
                 let slot = slots.len() as u32;
@@ -53,13 +63,10 @@ impl Frontier {
         match self {
             Frontier::Stack(v) => v.pop(),
             Frontier::Queue(q) => q.pop_front(),
-            Frontier::Random(v, rng) => {
-                if v.is_empty() {
-                    None
-                } else {
-                    let i = rng.gen_range(0..v.len());
-                    Some(v.swap_remove(i))
-                }
+            Frontier::Random(v, _, batch) => {
+                let item = v.pop();
+                *batch = v.len();
+                item
             }
             Frontier::Best(heap, slots, _) => heap.pop().map(|(_, _, slot)| {
                 slots[slot as usize]
@@ -71,7 +78,7 @@ impl Frontier {
 
     pub(super) fn len(&self) -> usize {
         match self {
-            Frontier::Stack(v) | Frontier::Random(v, _) => v.len(),
+            Frontier::Stack(v) | Frontier::Random(v, _, _) => v.len(),
             Frontier::Queue(q) => q.len(),
             Frontier::Best(heap, _, _) => heap.len(),
         }
