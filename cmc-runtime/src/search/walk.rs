@@ -21,6 +21,16 @@ use crate::trace::{ViolationKind, ViolationRecord};
 
 use super::Search;
 
+/// Where a walk is: the initial state's node (`root`), the state it is in,
+/// that state's node and depth.
+#[derive(Clone, Copy)]
+struct Place {
+    root: u32,
+    state: StateId,
+    node: u32,
+    depth: usize,
+}
+
 /// What one step of a walk led to.
 enum Next {
     /// A successor (owned by the caller) and its node.
@@ -58,7 +68,13 @@ impl<P: Process> Search<'_, '_, P> {
                     self.engine.mem.release(state);
                     break 'walks;
                 }
-                let next = self.walk_step(&mut rng, state, node, depth, &mut path, &mut sketch);
+                let at = Place {
+                    root,
+                    state,
+                    node,
+                    depth,
+                };
+                let next = self.walk_step(&mut rng, at, &mut path, &mut sketch);
                 if self.last_progress.elapsed() >= crate::progress::interval() {
                     self.stats.unique = sketch.estimate();
                 }
@@ -76,17 +92,21 @@ impl<P: Process> Search<'_, '_, P> {
         self.stats.unique = sketch.estimate();
     }
 
-    /// One step of a walk from `state` (node `node`, at `depth`), whose
-    /// path's fingerprints so far are `path`.
+    /// One step of a walk from `at`, whose path's fingerprints so far are
+    /// `path`.
     fn walk_step(
         &mut self,
         rng: &mut SmallRng,
-        state: StateId,
-        node: u32,
-        depth: usize,
+        at: Place,
         path: &mut Vec<Fingerprint>,
         sketch: &mut Sketch,
     ) -> Next {
+        let Place {
+            root,
+            state,
+            node,
+            depth,
+        } = at;
         let e = &mut *self.engine;
         e.mem.restore(state);
         e.at = node;
@@ -94,7 +114,7 @@ impl<P: Process> Search<'_, '_, P> {
             Ok(events) => events,
             Err(record) => {
                 let steps = shorten(e.path(node), path);
-                self.report(steps, record);
+                self.report_walk(root, steps, record);
                 return Next::Violation;
             }
         };
@@ -103,7 +123,8 @@ impl<P: Process> Search<'_, '_, P> {
                 return Next::End;
             }
             let steps = shorten(e.path(node), path);
-            self.report(
+            self.report_walk(
+                root,
                 steps,
                 ViolationRecord {
                     kind: ViolationKind::Deadlock,
@@ -158,7 +179,7 @@ impl<P: Process> Search<'_, '_, P> {
             let mut steps = self.engine.path(node);
             steps.push(step);
             let steps = shorten(steps, path);
-            self.report(steps, record);
+            self.report_walk(root, steps, record);
             return Next::Violation;
         }
         let e = &mut *self.engine;
@@ -171,7 +192,7 @@ impl<P: Process> Search<'_, '_, P> {
                 let mut steps = e.path(node);
                 steps.push(step);
                 let steps = shorten(steps, path);
-                self.report(steps, record);
+                self.report_walk(root, steps, record);
                 return Next::Violation;
             }
         };
@@ -204,10 +225,146 @@ impl<P: Process> Search<'_, '_, P> {
         if let Some(record) = e.check_state() {
             e.mem.release(succ);
             let steps = shorten(e.path(next), path);
-            self.report(steps, record);
+            self.report_walk(root, steps, record);
             return Next::Violation;
         }
         Next::State(succ, next)
+    }
+}
+
+impl<P: Process> Search<'_, '_, P> {
+    /// Reports a violation a walk found, by `steps` (loops already cut),
+    /// after dropping every single step without which it still occurs.
+    fn report_walk(&mut self, root: u32, steps: Vec<RawStep>, record: ViolationRecord) {
+        let steps = self.minimize(root, steps, &record);
+        self.report(steps, record);
+    }
+
+    /// `steps` with single steps dropped, one at a time, while what remains
+    /// still ends in `record`'s violation (its kind and property), until no
+    /// single step can go. Each candidate runs from the initial state,
+    /// recorded in the search tree like a walk (a crash while one runs is
+    /// reported with that candidate's path, which is where it happened).
+    fn minimize(
+        &mut self,
+        root: u32,
+        steps: Vec<RawStep>,
+        record: &ViolationRecord,
+    ) -> Vec<RawStep> {
+        let mut best = steps;
+        let mut i = 0;
+        while i < best.len() && !self.stop_requested_quietly() {
+            let mut candidate = best.clone();
+            candidate.remove(i);
+            if self.ends_in(root, &candidate, record) {
+                best = candidate;
+            } else {
+                i += 1;
+            }
+        }
+        best
+    }
+
+    /// Whether the search should stop now for a reason other than the
+    /// violations found (an interruption, the time limit).
+    fn stop_requested_quietly(&self) -> bool {
+        isolate::stop_signal().is_some()
+            || self
+                .engine
+                .model
+                .bounds
+                .time_limit
+                .is_some_and(|t| self.start.elapsed() >= t)
+    }
+
+    /// Whether running `steps` from the initial state ends in `record`'s
+    /// violation: each step enabled where it runs, with exactly its choices,
+    /// and the violation (same kind, same property) at the last step or in
+    /// the state it reaches, not before.
+    fn ends_in(&mut self, root: u32, steps: &[RawStep], record: &ViolationRecord) -> bool {
+        let same = |r: &ViolationRecord| r.kind == record.kind && r.property == record.property;
+        let e = &mut *self.engine;
+        e.tree.truncate(root as usize + 1);
+        let mut state = e.initial;
+        e.mem.retain(state);
+        let mut node = root;
+        let mut verdict = None;
+        for (k, step) in steps.iter().enumerate() {
+            let last = k + 1 == steps.len();
+            e.mem.restore(state);
+            e.at = node;
+            match e.enabled() {
+                Ok(events) if events.contains(&step.event) => {}
+                _ => {
+                    verdict = Some(false);
+                    break;
+                }
+            }
+            if crate::identity::random::enabled() {
+                let (base, exact) = e.seed_base_of(state);
+                e.seed_base = Some((state, base, exact));
+            }
+            let actor = if step.event.actor == ENV {
+                u64::MAX
+            } else {
+                step.event.actor as u64
+            };
+            isolate::record_checking(
+                node,
+                actor,
+                step.event.handler as u64,
+                step.seed,
+                &step.choices,
+            );
+            let outcome = e.run(step.event, step.choices.clone(), step.seed, false, state);
+            e.seed_base = None;
+            let exhausted = e.mem.take_exhaustion();
+            if outcome.global_error.is_some()
+                || outcome.thread_error.is_some()
+                || outcome.misfit.is_some()
+                || outcome.taken != step.choices
+            {
+                verdict = Some(false);
+                break;
+            }
+            let handler = e.handler_name(step.event);
+            let failed = if outcome.panic.is_some() {
+                Some(ViolationKind::Panic)
+            } else if exhausted.is_some() {
+                Some(ViolationKind::ArenaExhausted)
+            } else if outcome.model_error.is_some() {
+                Some(ViolationKind::ModelError)
+            } else {
+                None
+            };
+            if let Some(kind) = failed {
+                verdict = Some(last && kind == record.kind && handler == record.property);
+                break;
+            }
+            let succ = e.mem.capture();
+            e.mem.release(state);
+            state = succ;
+            let Some(next) = e.record_node(node, step.event, &step.choices, step.seed) else {
+                verdict = Some(false);
+                break;
+            };
+            node = next;
+            e.at = node;
+            if !last {
+                continue;
+            }
+            verdict = Some(match record.kind {
+                ViolationKind::Deadlock => e.enabled().is_ok_and(|events| events.is_empty()),
+                _ => match e.enabled() {
+                    Err(r) if same(&r) => true,
+                    _ => e.check_state().is_some_and(|r| same(&r)),
+                },
+            });
+        }
+        e.mem.release(state);
+        // No steps at all: the initial state would have to be the
+        // violation, which the search checks before any walk.
+        verdict.unwrap_or(false)
     }
 }
 

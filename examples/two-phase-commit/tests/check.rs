@@ -275,8 +275,10 @@ mod bug {
     /// correct spec needs every RM prepared before `TMCommit`, and then no
     /// RM is working and able to abort.
     /// A random walk finds the bug too; its trace, with the walk's loops
-    /// cut, is at most a few steps longer than a shortest one, and it
-    /// replays.
+    /// cut and then every step dropped without which the violation still
+    /// occurs, is a shortest one (5 steps) or close (a choice that indexes
+    /// the TM's prepared RMs can keep a step another choice would not
+    /// need), and it replays.
     #[test]
     fn a_random_walk_finds_the_bug_with_a_short_trace_that_replays() {
         for seed in 0..5 {
@@ -289,9 +291,17 @@ mod bug {
             assert_eq!(r.verdict, Verdict::Violation, "seed {seed}");
             let v = &r.violations[0];
             assert_eq!(v.record.property, "consistency", "seed {seed}");
-            println!("seed {seed}: {} steps", v.trace.steps.len());
+            println!(
+                "seed {seed}: {} steps: {:?}",
+                v.trace.steps.len(),
+                v.trace
+                    .steps
+                    .iter()
+                    .map(|s| format!("{} {} {:?}", s.actor, s.handler, s.choices))
+                    .collect::<Vec<_>>()
+            );
             assert!(
-                (5..=12).contains(&v.trace.steps.len()),
+                (5..=7).contains(&v.trace.steps.len()),
                 "seed {seed}: {} steps",
                 v.trace.steps.len()
             );
