@@ -15,78 +15,9 @@
 
 pub mod reference;
 
-use std::fmt;
+use std::collections::BTreeSet;
 
 use cmc::{Ctx, Model, View, World};
-
-/// A set of resource managers, named by process index (`1..=8`). It is a
-/// bitmask (bit `k - 1` is RM `k`), so that the state holds no heap memory
-/// and has one byte pattern per value.
-#[derive(Clone, Copy, Default, Hash, PartialEq, Eq)]
-pub struct RmSet(u8);
-
-impl RmSet {
-    /// The most RMs a set can hold.
-    pub const CAPACITY: usize = 8;
-
-    /// The set `1..=rms` of every RM of a model with `rms` RMs.
-    ///
-    /// # Panics
-    /// When `rms` exceeds [`RmSet::CAPACITY`].
-    pub fn all(rms: usize) -> Self {
-        assert!(
-            rms <= Self::CAPACITY,
-            "an RmSet holds at most {} RMs, not {rms}",
-            Self::CAPACITY
-        );
-        RmSet((((1u16) << rms) - 1) as u8)
-    }
-
-    fn bit(rm: usize) -> u8 {
-        assert!(
-            (1..=Self::CAPACITY).contains(&rm),
-            "RM {rm} is not in 1..={}",
-            Self::CAPACITY
-        );
-        1 << (rm - 1)
-    }
-
-    /// Whether RM `rm` is in the set.
-    pub fn contains(self, rm: usize) -> bool {
-        self.0 & Self::bit(rm) != 0
-    }
-
-    /// Adds RM `rm`.
-    pub fn insert(&mut self, rm: usize) {
-        self.0 |= Self::bit(rm);
-    }
-
-    /// The number of RMs in the set.
-    pub fn len(self) -> usize {
-        self.0.count_ones() as usize
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// Whether every RM of `self` is in `other`.
-    pub fn is_subset(self, other: RmSet) -> bool {
-        self.0 & !other.0 == 0
-    }
-
-    /// The RMs in increasing order.
-    pub fn iter(self) -> impl Iterator<Item = usize> {
-        (1..=Self::CAPACITY).filter(move |&rm| self.contains(rm))
-    }
-}
-
-impl fmt::Debug for RmSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter()).finish()
-    }
-}
 
 /// A value of `rmState[rm]`.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -115,8 +46,9 @@ pub enum TmState {
 /// enabled while the message is in the set.
 #[derive(Debug, Default, Hash, PartialEq, Eq)]
 pub struct Msgs {
-    /// The RMs `rm` with `[type |-> "Prepared", rm |-> rm]` in `msgs`.
-    pub prepared: RmSet,
+    /// The RMs `rm` with `[type |-> "Prepared", rm |-> rm]` in `msgs`, by
+    /// process index.
+    pub prepared: BTreeSet<usize>,
     /// Whether `[type |-> "Commit"]` is in `msgs`.
     pub commit: bool,
     /// Whether `[type |-> "Abort"]` is in `msgs`.
@@ -134,7 +66,7 @@ pub enum Manager {
         /// `tmState`.
         tm_state: TmState,
         /// `tmPrepared`.
-        tm_prepared: RmSet,
+        tm_prepared: BTreeSet<usize>,
     },
     /// A resource manager (processes `1..=N`; RM `k` is process `k`).
     Rm {
@@ -151,8 +83,8 @@ impl Manager {
     /// `tmPrepared`, for which the successor is the same state.
     #[handler(guard = Self::can_rcv_prepared)]
     fn tm_rcv_prepared(&mut self, ctx: &mut Ctx<'_, Self>) {
-        let sent = ctx.shared().prepared;
-        let rm = sent
+        let sent = &ctx.shared().prepared;
+        let rm = *sent
             .iter()
             .nth(cmc::choose(sent.len()))
             .expect("the choice is below the number of Prepared messages");
@@ -175,7 +107,7 @@ impl Manager {
             Manager::Tm {
                 tm_state: TmState::Init,
                 tm_prepared,
-            } => commit_allowed(*tm_prepared, view.process_count() - 1),
+            } => commit_allowed(tm_prepared, view.process_count() - 1),
             _ => false,
         }
     }
@@ -256,7 +188,7 @@ impl Manager {
         }
     }
 
-    fn tm_prepared_mut(&mut self) -> &mut RmSet {
+    fn tm_prepared_mut(&mut self) -> &mut BTreeSet<usize> {
         match self {
             Manager::Tm { tm_prepared, .. } => tm_prepared,
             Manager::Rm { .. } => panic!("a TM handler ran on an RM"),
@@ -274,14 +206,14 @@ impl Manager {
 /// `TMCommit`'s condition on `tmPrepared` in a model with `rms` RMs:
 /// `tmPrepared = RM`.
 #[cfg(not(feature = "bug-commit-without-all-prepared"))]
-fn commit_allowed(tm_prepared: RmSet, rms: usize) -> bool {
-    tm_prepared == RmSet::all(rms)
+fn commit_allowed(tm_prepared: &BTreeSet<usize>, rms: usize) -> bool {
+    tm_prepared.len() == rms && tm_prepared.iter().all(|rm| (1..=rms).contains(rm))
 }
 
 /// The seeded bug: `tmPrepared # {}`, as when a coordinator tests whether
 /// *any* participant voted yes where it should test that *all* did.
 #[cfg(feature = "bug-commit-without-all-prepared")]
-fn commit_allowed(tm_prepared: RmSet, _rms: usize) -> bool {
+fn commit_allowed(tm_prepared: &BTreeSet<usize>, _rms: usize) -> bool {
     !tm_prepared.is_empty()
 }
 
@@ -307,10 +239,11 @@ pub fn consistency(world: &World<'_, Manager>) -> Result<(), String> {
 /// construction.
 #[cmc::invariant]
 pub fn type_ok(world: &World<'_, Manager>) -> Result<(), String> {
-    let rms = RmSet::all(world.process_count() - 1);
+    let rms = 1..world.process_count();
+    let is_rm = |rm: &usize| rms.contains(rm);
     for (k, p) in world.processes().enumerate() {
         match (k, p) {
-            (0, Manager::Tm { tm_prepared, .. }) if !tm_prepared.is_subset(rms) => {
+            (0, Manager::Tm { tm_prepared, .. }) if !tm_prepared.iter().all(is_rm) => {
                 return Err(format!(
                     "tmPrepared = {tm_prepared:?} is not a subset of RM"
                 ));
@@ -320,8 +253,8 @@ pub fn type_ok(world: &World<'_, Manager>) -> Result<(), String> {
             (_, Manager::Tm { .. }) => return Err(format!("process {k} is a TM, not an RM")),
         }
     }
-    let prepared = world.shared().prepared;
-    if prepared.is_subset(rms) {
+    let prepared = &world.shared().prepared;
+    if prepared.iter().all(is_rm) {
         Ok(())
     } else {
         Err(format!(
@@ -334,18 +267,14 @@ pub fn type_ok(world: &World<'_, Manager>) -> Result<(), String> {
 /// (`1..=rms`) is RM `k`, and all start as in `TPInit`.
 ///
 /// # Panics
-/// When `rms` is 0 or more than [`RmSet::CAPACITY`].
+/// When `rms` is 0.
 pub fn two_phase_commit(rms: usize) -> Model<Manager> {
-    assert!(
-        (1..=RmSet::CAPACITY).contains(&rms),
-        "the model has 1 to {} RMs, not {rms}",
-        RmSet::CAPACITY
-    );
+    assert!(rms >= 1, "the model needs at least one RM, not {rms}");
     Model::new(format!("two_phase_commit_{rms}"), rms + 1, |k| {
         if k == 0 {
             Manager::Tm {
                 tm_state: TmState::Init,
-                tm_prepared: RmSet::default(),
+                tm_prepared: BTreeSet::new(),
             }
         } else {
             Manager::Rm {

@@ -142,16 +142,16 @@ mod spec {
                 println!("{rms} RMs, {mode:?}: {unique}");
                 assert_eq!(unique, spec.distinct, "{rms} RMs, {mode:?}");
             }
-            let forget = two_phase_commit(rms).abstraction(|m: &Manager| match *m {
+            let forget = two_phase_commit(rms).abstraction(|m: &Manager| match m {
                 Manager::Tm {
                     tm_state,
                     tm_prepared,
                 } => (
                     0u8,
-                    tm_state as u8,
-                    (tm_state == TmState::Init).then_some(tm_prepared),
+                    *tm_state as u8,
+                    (*tm_state == TmState::Init).then(|| tm_prepared.clone()),
                 ),
-                Manager::Rm { rm_state } => (1, rm_state as u8, None),
+                Manager::Rm { rm_state } => (1, *rm_state as u8, None),
             });
             let unique = count(forget);
             println!("{rms} RMs, abstract: {unique}");
