@@ -164,6 +164,10 @@ pub(crate) struct CheckArgs {
     /// Seed of the random strategy.
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
+    /// Worker processes searching at once (dfs, bfs and random; they share
+    /// the visited set, so a complete search finds the same states).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub(crate) jobs: Option<u64>,
     /// Collect distinct violations instead of stopping at the first.
     #[arg(long)]
     pub(crate) keep_going: bool,

@@ -470,6 +470,40 @@ pub(crate) fn run_in_child(
     watch: Watch,
     work: impl FnOnce() -> String,
 ) -> std::io::Result<ChildEnd> {
+    let mut work = Some(work);
+    let mut ends = run_in_children(
+        watch,
+        1,
+        |_| (work.take().expect("one child runs the work once"))(),
+        || {},
+    )?;
+    Ok(ends.pop().expect("one child, one end"))
+}
+
+/// A forked child and what the parent keeps of it.
+struct Child {
+    pid: libc::pid_t,
+    log: CrashLog,
+    out: Option<std::fs::File>,
+    err: Option<std::fs::File>,
+    status: Option<i32>,
+    stopped: Option<How>,
+    beat: (u64, Instant),
+}
+
+/// Runs `work(0)` … `work(n - 1)` in `n` forked children at once (the
+/// workers of a parallel search), each with a crash log of its own, and
+/// watches them all as [`run_in_child`] watches one. When a child ends
+/// without a result (it crashed, exited, or was stopped), `ended` is called
+/// once, so that the others can be told to stop. The ends come back in the
+/// children's order.
+pub(crate) fn run_in_children(
+    watch: Watch,
+    n: usize,
+    mut work: impl FnMut(usize) -> String,
+    ended: impl Fn(),
+) -> std::io::Result<Vec<ChildEnd>> {
+    assert!(n >= 1, "at least one child");
     // What the child reads once and caches (the modules and symbols, the
     // control of randomness, cmc's own globals, its panic hook) is set up
     // here first: a one-time initialization another thread was in the
@@ -486,165 +520,203 @@ pub(crate) fn run_in_child(
     crate::symbols::own_globals();
     crate::harness::protocol_fd();
     crate::ctx::install_panic_hook();
-    let log = CrashLog::new()?;
-    let mut err_pipe = [0; 2];
-    let mut out_pipe = [0; 2];
-    // SAFETY: pipe writes two descriptors into each array.
-    unsafe {
-        if libc::pipe(err_pipe.as_mut_ptr()) != 0 || libc::pipe(out_pipe.as_mut_ptr()) != 0 {
+    let mut children: Vec<Child> = Vec::with_capacity(n);
+    // Every child is forked before any reader thread starts: a fork copies
+    // only the forking thread, and a reader holding a lock (the
+    // allocator's) at that moment would leave it held in the child.
+    for index in 0..n {
+        let log = CrashLog::new()?;
+        let mut err_pipe = [0; 2];
+        let mut out_pipe = [0; 2];
+        // SAFETY: pipe writes two descriptors into each array.
+        unsafe {
+            if libc::pipe(err_pipe.as_mut_ptr()) != 0 || libc::pipe(out_pipe.as_mut_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        // SAFETY: fork has no preconditions; the child below only runs the
+        // engine on this thread and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
             return Err(std::io::Error::last_os_error());
         }
-    }
-    // SAFETY: fork has no preconditions; the child below only runs the
-    // engine on this thread and leaves with _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // The child: standard error into the pipe, run, write the result,
-        // leave without running the parent's destructors or atexit hooks.
-        // Keep standard input and output, the error pipe as standard error
-        // and the result pipe as descriptor 3; close everything else the
-        // child inherited, such as other threads' pipes (their readers would
-        // otherwise wait for this child too).
-        // SAFETY: plain descriptor operations on descriptors we own, and
-        // asking to die with the parent.
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            libc::dup2(err_pipe[1], 2);
-            if out_pipe[1] != RESULT_FD {
-                libc::dup2(out_pipe[1], RESULT_FD);
-            }
-            // The protocol's descriptor stays open: the child reports its
-            // progress there.
-            let keep = crate::harness::protocol_fd().unwrap_or(-1);
-            let close = |from: i32, to: u32| {
-                if from as u32 <= to
-                    && libc::syscall(libc::SYS_close_range, from as u32, to, 0) != 0
-                {
-                    for fd in from..(to.min(4095) as i32 + 1) {
-                        libc::close(fd);
-                    }
+        if pid == 0 {
+            // The child: standard error into the pipe, run, write the
+            // result, leave without running the parent's destructors or
+            // atexit hooks. Keep standard input and output, the error pipe
+            // as standard error and the result pipe as descriptor 3; close
+            // everything else the child inherited, such as other threads'
+            // pipes and the other children's (their readers would otherwise
+            // wait for this child too).
+            // SAFETY: plain descriptor operations on descriptors we own, and
+            // asking to die with the parent.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                libc::dup2(err_pipe[1], 2);
+                if out_pipe[1] != RESULT_FD {
+                    libc::dup2(out_pipe[1], RESULT_FD);
                 }
-            };
-            if keep > RESULT_FD {
-                close(RESULT_FD + 1, keep as u32 - 1);
-                close(keep + 1, u32::MAX);
-            } else {
-                close(RESULT_FD + 1, u32::MAX);
+                // The protocol's descriptor stays open: the child reports
+                // its progress there.
+                let keep = crate::harness::protocol_fd().unwrap_or(-1);
+                let close = |from: i32, to: u32| {
+                    if from as u32 <= to
+                        && libc::syscall(libc::SYS_close_range, from as u32, to, 0) != 0
+                    {
+                        for fd in from..(to.min(4095) as i32 + 1) {
+                            libc::close(fd);
+                        }
+                    }
+                };
+                if keep > RESULT_FD {
+                    close(RESULT_FD + 1, keep as u32 - 1);
+                    close(keep + 1, u32::MAX);
+                } else {
+                    close(RESULT_FD + 1, u32::MAX);
+                }
+            }
+            crate::threads::after_fork_in_child();
+            LOG.with(|l| l.set(&log));
+            let text = work(index);
+            LOG.with(|l| l.set(std::ptr::null()));
+            let mut line = String::with_capacity(text.len() + 2);
+            line.push('R');
+            line.push_str(&text);
+            write_all(RESULT_FD, line.as_bytes());
+            // SAFETY: _exit ends the child immediately, as intended.
+            unsafe { libc::_exit(0) };
+        }
+        // The parent.
+        // SAFETY: closing our copies of the child's ends.
+        unsafe {
+            libc::close(err_pipe[1]);
+            libc::close(out_pipe[1]);
+        }
+        // SAFETY: the descriptors are ours, open, and owned by the File from
+        // now.
+        let (err, out) = unsafe {
+            (
+                std::fs::File::from_raw_fd(err_pipe[0]),
+                std::fs::File::from_raw_fd(out_pipe[0]),
+            )
+        };
+        let beat = (log.heartbeat(), Instant::now());
+        children.push(Child {
+            pid,
+            log,
+            out: Some(out),
+            err: Some(err),
+            status: None,
+            stopped: None,
+            beat,
+        });
+    }
+    // Read every pipe on a thread of its own so none can fill up and block
+    // its child, while this thread watches them.
+    let spawn = |file: Option<std::fs::File>| {
+        let mut file = file.expect("each pipe is read once");
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            text
+        })
+    };
+    let readers: Vec<_> = children
+        .iter_mut()
+        .map(|c| (spawn(c.out.take()), spawn(c.err.take())))
+        .collect();
+    let mut asked: Option<(i32, Instant)> = None;
+    let mut nap = Duration::from_micros(200);
+    let mut told = false;
+    while children.iter().any(|c| c.status.is_none()) {
+        for c in children.iter_mut().filter(|c| c.status.is_none()) {
+            let mut status = 0;
+            // SAFETY: polls our own child.
+            let r = unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) };
+            if r == c.pid
+                || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+            {
+                c.status = Some(status);
+                let clean = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                if (!clean || c.stopped.is_some()) && !told {
+                    told = true;
+                    ended();
+                }
             }
         }
-        crate::threads::after_fork_in_child();
-        LOG.with(|l| l.set(&log));
-        let text = work();
-        LOG.with(|l| l.set(std::ptr::null()));
-        let mut line = String::with_capacity(text.len() + 2);
-        line.push('R');
-        line.push_str(&text);
-        write_all(RESULT_FD, line.as_bytes());
-        // SAFETY: _exit ends the child immediately, as intended.
-        unsafe { libc::_exit(0) };
-    }
-    // The parent.
-    // SAFETY: closing our copies of the child's ends.
-    unsafe {
-        libc::close(err_pipe[1]);
-        libc::close(out_pipe[1]);
-    }
-    // SAFETY: the descriptors are ours, open, and owned by the File from now.
-    let (mut err, mut out) = unsafe {
-        (
-            std::fs::File::from_raw_fd(err_pipe[0]),
-            std::fs::File::from_raw_fd(out_pipe[0]),
-        )
-    };
-    // Read both pipes on threads of their own so neither can fill up and
-    // block the child, while this thread watches it.
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = out.read_to_string(&mut text);
-        text
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = err.read_to_string(&mut text);
-        text
-    });
-    let mut status = 0;
-    let mut stopped: Option<How> = None;
-    let mut asked: Option<(i32, Instant)> = None;
-    let mut beat = (log.heartbeat(), Instant::now());
-    let mut nap = Duration::from_micros(200);
-    loop {
-        // SAFETY: polls our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid
-            || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-        {
+        if children.iter().all(|c| c.status.is_some()) {
             break;
         }
         std::thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(20));
         let now = Instant::now();
-        let seq = log.heartbeat();
-        if seq != beat.0 {
-            beat = (seq, now);
-        }
         if let (Some(signal), None) = (stop_signal(), asked) {
             asked = Some((signal, now));
         }
-        if stopped.is_some() || log.phase().kind == IN_CHECKER {
+        for c in children.iter_mut().filter(|c| c.status.is_none()) {
+            let seq = c.log.heartbeat();
+            if seq != c.beat.0 {
+                c.beat = (seq, now);
+            }
+            if c.stopped.is_some() || c.log.phase().kind == IN_CHECKER {
+                continue;
+            }
+            let stuck = now.duration_since(c.beat.1);
+            let how = match (watch.transition_timeout, watch.deadline, asked) {
+                (_, _, Some((signal, at))) if now.duration_since(at) >= Duration::from_secs(1) => {
+                    Some(How::Interrupted(signal))
+                }
+                (Some(limit), _, _) if stuck >= limit => Some(How::Hung(limit)),
+                (_, Some(deadline), _) if now >= deadline => Some(How::Deadline),
+                _ => None,
+            };
+            if let Some(how) = how {
+                c.stopped = Some(how);
+                // SAFETY: signals our own child, which has not been reaped.
+                unsafe { libc::kill(c.pid, libc::SIGKILL) };
+            }
+        }
+    }
+    let mut ends = Vec::with_capacity(n);
+    for (c, (reader, err_reader)) in children.into_iter().zip(readers) {
+        let (streamed, text) = split_result(&reader.join().unwrap_or_default());
+        let stderr = err_reader.join().unwrap_or_default();
+        let status = c.status.expect("every child was reaped");
+        let exited_cleanly =
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty();
+        if exited_cleanly && c.stopped.is_none() {
+            ends.push(ChildEnd::Finished(text));
             continue;
         }
-        let stuck = now.duration_since(beat.1);
-        let how = match (watch.transition_timeout, watch.deadline, asked) {
-            (_, _, Some((signal, at))) if now.duration_since(at) >= Duration::from_secs(1) => {
-                Some(How::Interrupted(signal))
-            }
-            (Some(limit), _, _) if stuck >= limit => Some(How::Hung(limit)),
-            (_, Some(deadline), _) if now >= deadline => Some(How::Deadline),
+        let how = match c.stopped {
+            Some(how) => how,
+            None if libc::WIFSIGNALED(status) => How::Signal(libc::WTERMSIG(status)),
+            None => How::Exit(libc::WEXITSTATUS(status)),
+        };
+        let log = &c.log;
+        let current = log.read();
+        // A check's record starts with the node being expanded.
+        let ancestry = match current.as_deref() {
+            Some([CHECKING, node, ..]) => log.ancestry(*node as u32),
             _ => None,
         };
-        if let Some(how) = how {
-            stopped = Some(how);
-            // SAFETY: signals our own child, which has not been reaped.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        let phase = log.phase();
+        let phase_ancestry = match phase.kind {
+            IN_GUARD | IN_INVARIANT => log.ancestry(phase.node),
+            _ => None,
+        };
+        ends.push(ChildEnd::Ended(Box::new(Ended {
+            how,
+            log: current,
+            ancestry,
+            phase,
+            phase_ancestry,
+            published: log.published(),
+            streamed,
+            stderr,
+        })))
     }
-    let (streamed, text) = split_result(&reader.join().unwrap_or_default());
-    let stderr = err_reader.join().unwrap_or_default();
-    let exited_cleanly =
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty();
-    if exited_cleanly && stopped.is_none() {
-        return Ok(ChildEnd::Finished(text));
-    }
-    let how = match stopped {
-        Some(how) => how,
-        None if libc::WIFSIGNALED(status) => How::Signal(libc::WTERMSIG(status)),
-        None => How::Exit(libc::WEXITSTATUS(status)),
-    };
-    let current = log.read();
-    // A check's record starts with the node being expanded.
-    let ancestry = match current.as_deref() {
-        Some([CHECKING, node, ..]) => log.ancestry(*node as u32),
-        _ => None,
-    };
-    let phase = log.phase();
-    let phase_ancestry = match phase.kind {
-        IN_GUARD | IN_INVARIANT => log.ancestry(phase.node),
-        _ => None,
-    };
-    Ok(ChildEnd::Ended(Box::new(Ended {
-        how,
-        log: current,
-        ancestry,
-        phase,
-        phase_ancestry,
-        published: log.published(),
-        streamed,
-        stderr,
-    })))
+    Ok(ends)
 }
 
 /// A signal's conventional name.

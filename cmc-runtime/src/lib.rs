@@ -30,6 +30,7 @@ pub mod progress;
 pub mod registry;
 mod replay;
 mod search;
+mod shared;
 mod stack;
 mod store;
 mod symbols;

@@ -519,6 +519,8 @@ pub struct Model<P: Process> {
     /// How long one piece of user code may run in an isolated check (see
     /// [`Model::transition_timeout`]).
     pub(crate) transition_timeout: Option<Duration>,
+    /// Worker processes of the search (see [`Model::jobs`]).
+    pub(crate) jobs: usize,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -562,6 +564,7 @@ impl<P: Process> Model<P> {
             env_arena: ArenaConfig::default(),
             debug: None,
             transition_timeout: Some(DEFAULT_TRANSITION_TIMEOUT),
+            jobs: 1,
         }
     }
 
@@ -682,6 +685,19 @@ impl<P: Process> Model<P> {
     /// Sets the search strategy.
     pub fn strategy(mut self, strategy: Strategy) -> Self {
         self.strategy = strategy;
+        self
+    }
+
+    /// Searches with `jobs` worker processes at once (1, the default: in
+    /// this process). The workers share the visited set, so a complete
+    /// search finds exactly the states and violations one finds; each
+    /// worker is watched like an isolated check (a crash in user code
+    /// becomes a violation with its trace). Depth-first, breadth-first and
+    /// random order only; breadth-first workers go level by level, so
+    /// traces stay shortest (which of the shortest traces is shown may
+    /// differ between runs). `jobs` is clamped to 1..=256.
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.clamp(1, crate::search::parallel::MAX_WORKERS);
         self
     }
 

@@ -32,6 +32,9 @@ pub struct RunOptions {
     pub max_walks: Option<u64>,
     /// The seed of the random strategy.
     pub seed: Option<u64>,
+    /// Worker processes (`Model::jobs`).
+    #[serde(default)]
+    pub jobs: Option<usize>,
     /// Whether to keep going after a violation.
     pub keep_going: Option<bool>,
     /// The fingerprint width.
@@ -78,6 +81,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(seed) = options.seed {
             self.seed = seed;
+        }
+        if let Some(jobs) = options.jobs {
+            self = self.jobs(jobs);
         }
         if let Some(k) = options.keep_going {
             self.keep_going = k;

@@ -398,6 +398,11 @@ pub struct Stats {
     /// fingerprints seen).
     #[serde(default)]
     pub walks: u64,
+    /// Transitions a parallel search ran again to hand states from one
+    /// worker to another (replaying their paths); not counted in
+    /// `transitions`.
+    #[serde(default)]
+    pub replayed: u64,
 }
 
 impl Stats {

@@ -10,6 +10,7 @@
 //! on its own and the peak exceeds the need by a sixteenth of that.
 
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::memory::{Fingerprint, FingerprintWidth};
 
@@ -108,6 +109,203 @@ impl Visited {
     }
 }
 
+/// Shards of the shared visited set: the worker processes of a parallel
+/// search lock one shard per insertion, so with 256 of them two workers
+/// rarely wait for each other.
+const SHARED_SHARDS: usize = 256;
+/// Words of a shard's header: its lock, its capacity in slots, its length,
+/// and the byte offset of its table in the region.
+const SHARD_WORDS: usize = 4;
+/// Header words before the shards: the next free byte of the table area,
+/// and the number of fingerprints in the whole set.
+const SHARED_HEADER: usize = 2;
+/// Slots of a shard's first table.
+const FIRST_SLOTS: u64 = 512;
+/// The key that stands for a fingerprint whose kept bits are all zero (0
+/// marks an empty slot): the two then count as one, a collision as likely
+/// as any other of hash compaction.
+const ZERO_KEY: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The visited set of a parallel search: one set in memory shared by every
+/// worker process, mapped before they are forked. Each of its
+/// [`SHARED_SHARDS`] shards is an open-addressing table (linear probing)
+/// under a spin lock; a shard that is three quarters full moves to a table
+/// twice its size, allocated from the region's free end, and gives the
+/// old table's memory back to the system. Inserting is what claims a
+/// state: the worker whose insertion adds a fingerprint owns the state it
+/// stands for, and expands it.
+pub(crate) struct SharedVisited {
+    region: crate::shared::Region,
+    /// Words per slot: 1 (64-bit fingerprints) or 2 (128-bit).
+    slot_words: usize,
+}
+
+impl SharedVisited {
+    /// An empty set keeping `width` bits per fingerprint, in a region of
+    /// up to `bytes` of address space.
+    pub(crate) fn new(width: FingerprintWidth, bytes: usize) -> std::io::Result<Self> {
+        let region = crate::shared::Region::new(bytes, 64 << 20)?;
+        let tables_at =
+            ((SHARED_HEADER + SHARED_SHARDS * SHARD_WORDS) * 8).next_multiple_of(crate::sys::PAGE);
+        let set = SharedVisited {
+            region,
+            slot_words: if width == FingerprintWidth::Bits128 {
+                2
+            } else {
+                1
+            },
+        };
+        set.region
+            .word(0)
+            .store(tables_at as u64, Ordering::Relaxed);
+        for s in 0..SHARED_SHARDS {
+            let bytes = FIRST_SLOTS as usize * set.slot_words * 8;
+            let at = set.allocate(bytes).expect("room for the first tables");
+            set.shard(s, CAP).store(FIRST_SLOTS, Ordering::Relaxed);
+            set.shard(s, AT).store(at as u64, Ordering::Relaxed);
+        }
+        Ok(set)
+    }
+
+    fn shard(&self, s: usize, field: usize) -> &AtomicU64 {
+        self.region.word(SHARED_HEADER + s * SHARD_WORDS + field)
+    }
+
+    /// `bytes` from the free end of the region, page aligned; `None` when
+    /// the region is exhausted.
+    fn allocate(&self, bytes: usize) -> Option<usize> {
+        let bytes = bytes.next_multiple_of(crate::sys::PAGE) as u64;
+        let at = self.region.word(0).fetch_add(bytes, Ordering::Relaxed);
+        (at + bytes <= self.region.len() as u64).then_some(at as usize)
+    }
+
+    /// The key words of a fingerprint: never all zero.
+    fn key(&self, fp: Fingerprint) -> (u64, u64) {
+        let (lo, hi) = (fp.0 as u64, (fp.0 >> 64) as u64);
+        match self.slot_words {
+            1 if lo == 0 => (ZERO_KEY, 0),
+            1 => (lo, 0),
+            _ if lo == 0 && hi == 0 => (ZERO_KEY, 0),
+            _ => (lo, hi),
+        }
+    }
+
+    /// Adds a fingerprint; `Ok(true)` if it was not there (this caller
+    /// claimed the state), `Err` when the region has no room left for the
+    /// set to grow.
+    pub(crate) fn insert(&self, fp: Fingerprint) -> Result<bool, Full> {
+        let (lo, hi) = self.key(fp);
+        let s = (lo >> 32) as usize % SHARED_SHARDS;
+        let _guard = crate::shared::lock(self.shard(s, LOCK));
+        let mut cap = self.shard(s, CAP).load(Ordering::Relaxed);
+        let len = self.shard(s, LEN).load(Ordering::Relaxed);
+        if (len + 1) * 4 > cap * 3 {
+            cap = self.grow(s, cap).ok_or(Full)?;
+        }
+        let at = self.shard(s, AT).load(Ordering::Relaxed) as usize;
+        let (found, slot) = self.probe(at, cap, lo, hi);
+        if found {
+            return Ok(false);
+        }
+        self.put(slot, lo, hi);
+        self.shard(s, LEN).store(len + 1, Ordering::Relaxed);
+        self.region.word(1).fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Whether the fingerprint is in the set.
+    #[cfg(test)]
+    pub(crate) fn contains(&self, fp: Fingerprint) -> bool {
+        let (lo, hi) = self.key(fp);
+        let s = (lo >> 32) as usize % SHARED_SHARDS;
+        let _guard = crate::shared::lock(self.shard(s, LOCK));
+        let cap = self.shard(s, CAP).load(Ordering::Relaxed);
+        let at = self.shard(s, AT).load(Ordering::Relaxed) as usize;
+        self.probe(at, cap, lo, hi).0
+    }
+
+    /// Finds the key in the table at byte `at` of `cap` slots: whether it
+    /// is there, and its slot or the empty slot where it belongs.
+    fn probe(&self, at: usize, cap: u64, lo: u64, hi: u64) -> (bool, usize) {
+        let mask = cap - 1;
+        let mut i = lo & mask;
+        loop {
+            let slot = at / 8 + i as usize * self.slot_words;
+            let w0 = self.region.word(slot).load(Ordering::Relaxed);
+            if w0 == 0 {
+                return (false, slot);
+            }
+            if w0 == lo
+                && (self.slot_words == 1
+                    || self.region.word(slot + 1).load(Ordering::Relaxed) == hi)
+            {
+                return (true, slot);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn put(&self, slot: usize, lo: u64, hi: u64) {
+        self.region.word(slot).store(lo, Ordering::Relaxed);
+        if self.slot_words == 2 {
+            self.region.word(slot + 1).store(hi, Ordering::Relaxed);
+        }
+    }
+
+    /// Moves shard `s` (locked by the caller) to a table twice the size;
+    /// its new capacity, or `None` when the region is exhausted.
+    fn grow(&self, s: usize, cap: u64) -> Option<u64> {
+        let old_at = self.shard(s, AT).load(Ordering::Relaxed) as usize;
+        let new_cap = cap * 2;
+        let bytes = new_cap as usize * self.slot_words * 8;
+        let new_at = self.allocate(bytes)?;
+        for i in 0..cap as usize {
+            let slot = old_at / 8 + i * self.slot_words;
+            let lo = self.region.word(slot).load(Ordering::Relaxed);
+            if lo == 0 {
+                continue;
+            }
+            let hi = if self.slot_words == 2 {
+                self.region.word(slot + 1).load(Ordering::Relaxed)
+            } else {
+                0
+            };
+            let (found, to) = self.probe(new_at, new_cap, lo, hi);
+            assert!(
+                !found,
+                "a fingerprint is twice in a shard of the shared set"
+            );
+            self.put(to, lo, hi);
+        }
+        self.shard(s, CAP).store(new_cap, Ordering::Relaxed);
+        self.shard(s, AT).store(new_at as u64, Ordering::Relaxed);
+        self.region
+            .discard(old_at, cap as usize * self.slot_words * 8);
+        Some(new_cap)
+    }
+
+    /// Number of fingerprints, all workers' together.
+    pub(crate) fn len(&self) -> u64 {
+        self.region.word(1).load(Ordering::Relaxed)
+    }
+
+    /// Bytes the tables occupy.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        (0..SHARED_SHARDS)
+            .map(|s| self.shard(s, CAP).load(Ordering::Relaxed) as usize * self.slot_words * 8)
+            .sum()
+    }
+}
+
+/// The shared visited set has no room left to grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Full;
+
+const LOCK: usize = 0;
+const CAP: usize = 1;
+const LEN: usize = 2;
+const AT: usize = 3;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +345,58 @@ mod tests {
             }
             assert_eq!(set.len(), reference.len());
             assert!(set.memory_bytes() >= set.len() * 9);
+        }
+    }
+
+    /// The shared set, filled by two processes at once with overlapping
+    /// random fingerprints, claims each distinct one exactly once, as a
+    /// plain set counts them.
+    #[test]
+    fn shared_set_claims_each_fingerprint_once_across_processes() {
+        use rand::{Rng, SeedableRng};
+        for width in [FingerprintWidth::Bits64, FingerprintWidth::Bits128] {
+            let set = SharedVisited::new(width, 1 << 30).expect("a shared region");
+            let draw = |seed: u64| {
+                let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+                (0..60_000)
+                    .map(|_| {
+                        Fingerprint(
+                            u128::from(rng.gen_range(0..100_000u32))
+                                * 0x9e37_79b9_7f4a_7c15_f39c_0001,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let claims = |fps: &[Fingerprint]| {
+                fps.iter().filter(|&&f| set.insert(f).unwrap()).count() as u64
+            };
+            let (a, b) = (draw(1), draw(2));
+            // SAFETY: the child only inserts into the shared set (no
+            // allocation: the fingerprints are drawn before the fork) and
+            // leaves with _exit.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                claims(&a);
+                // SAFETY: ends the child without running the test harness.
+                unsafe { libc::_exit(0) };
+            }
+            let mine = claims(&b);
+            let mut status = 0;
+            // SAFETY: waits for our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+            let mut reference = std::collections::HashSet::new();
+            for f in a.iter().chain(&b) {
+                reference.insert(f.0);
+            }
+            assert_eq!(set.len(), reference.len() as u64);
+            assert!(mine > 0 && mine <= set.len());
+            for f in &reference {
+                assert!(set.contains(Fingerprint(*f)));
+            }
+            assert!(!set.contains(Fingerprint(7)));
+            assert!(set.memory_bytes() >= reference.len() * 8);
         }
     }
 }

@@ -76,6 +76,37 @@ impl Frontier {
         }
     }
 
+    /// The oldest item of a stack (the shallowest state: the biggest piece
+    /// of work to give away).
+    pub(super) fn take_bottom(&mut self) -> Option<Item> {
+        match self {
+            Frontier::Stack(v) | Frontier::Random(v, _, _) if !v.is_empty() => {
+                let item = v.remove(0);
+                if let Frontier::Random(_, _, batch) = self {
+                    *batch = batch.saturating_sub(1);
+                }
+                Some(item)
+            }
+            _ => None,
+        }
+    }
+
+    /// The newest item of a queue.
+    pub(super) fn take_back(&mut self) -> Option<Item> {
+        match self {
+            Frontier::Queue(q) => q.pop_back(),
+            _ => None,
+        }
+    }
+
+    /// The depth of the item a queue hands out next.
+    pub(super) fn front_depth(&self) -> Option<usize> {
+        match self {
+            Frontier::Queue(q) => q.front().map(|i| i.depth),
+            _ => None,
+        }
+    }
+
     pub(super) fn len(&self) -> usize {
         match self {
             Frontier::Stack(v) | Frontier::Random(v, _, _) => v.len(),

@@ -8,6 +8,7 @@
 
 mod expand;
 mod frontier;
+pub(crate) mod parallel;
 mod walk;
 
 use std::collections::HashSet;
@@ -27,13 +28,18 @@ use crate::tree::NO_PARENT;
 use crate::visited::Visited;
 
 use frontier::{Frontier, Item};
+use parallel::Par;
 
 /// A search in progress: the engine it drives, the visited set, the
 /// frontier, the statistics, what bounded or interrupted it, and the
 /// violations found.
 struct Search<'e, 'm, P: Process> {
     engine: &'e mut Engine<'m, P>,
-    visited: Visited,
+    visited: Seen<'e>,
+    /// This worker's place in a parallel search, if it is one.
+    par: Option<Par<'e>>,
+    /// The search tree's node of the initial state.
+    root: u32,
     frontier: Frontier,
     stats: Stats,
     bounded: bool,
@@ -56,10 +62,58 @@ struct Search<'e, 'm, P: Process> {
     halted: bool,
 }
 
+/// The visited set: this process's own, or the one the workers of a
+/// parallel search share.
+enum Seen<'c> {
+    Local(Visited),
+    Shared(&'c crate::visited::SharedVisited, bool),
+}
+
+impl Seen<'_> {
+    /// Adds a fingerprint to the visited set: true when it was new (and,
+    /// in a parallel search, this worker claimed its state). A shared set
+    /// that cannot grow says no, and remembers it: the search stops,
+    /// bounded (see `stop_requested`).
+    fn insert(&mut self, fp: crate::memory::Fingerprint) -> bool {
+        match self {
+            Seen::Local(v) => v.insert(fp),
+            Seen::Shared(v, full) => match v.insert(fp) {
+                Ok(new) => new,
+                Err(crate::visited::Full) => {
+                    *full = true;
+                    false
+                }
+            },
+        }
+    }
+}
+
 impl<P: Process> Search<'_, '_, P> {
+    fn visited_bytes(&self) -> usize {
+        match &self.visited {
+            Seen::Local(v) => v.memory_bytes(),
+            Seen::Shared(v, _) => v.memory_bytes(),
+        }
+    }
+
     fn stop_requested(&mut self) -> bool {
         if self.fatal.is_some() || self.halted {
             return true;
+        }
+        if let Seen::Shared(_, true) = self.visited {
+            self.bounded = true;
+            self.bounded_by.get_or_insert_with(|| {
+                "the workers' shared visited set has no room left".to_string()
+            });
+            return true;
+        }
+        if let Some(par) = self.par {
+            if par.coord.halted() {
+                // Another worker found what ends the search, or reached a
+                // bound, or crashed: it says so in its own result.
+                self.halted = true;
+                return true;
+            }
         }
         if let Some(signal) = isolate::stop_signal() {
             self.interrupted = Some(signal);
@@ -74,7 +128,12 @@ impl<P: Process> Search<'_, '_, P> {
             return true;
         }
         let b = &self.engine.model.bounds;
-        if let Some(m) = b.max_states.filter(|&m| self.stats.unique >= m as u64) {
+        let unique = match self.par {
+            Some(par) if self.stats.transitions % 64 == 0 => par.coord.totals().0,
+            Some(_) => 0,
+            None => self.stats.unique,
+        };
+        if let Some(m) = b.max_states.filter(|&m| unique >= m as u64) {
             self.bounded = true;
             self.bounded_by = Some(format!("the state bound ({m}) was reached"));
             return true;
@@ -124,6 +183,11 @@ impl<P: Process> Search<'_, '_, P> {
             isolate::stream(&serde_json::to_string(&violation).expect("a violation serialises"));
         }
         self.violations.push(violation);
+        if let Some(par) = self.par {
+            if !self.engine.model.keep_going {
+                par.coord.halt();
+            }
+        }
     }
 
     fn run(&mut self) {
@@ -147,28 +211,56 @@ impl<P: Process> Search<'_, '_, P> {
                 return;
             }
         };
-        self.visited.insert(fp);
-        self.stats.unique = 1;
+        self.root = root;
+        // In a parallel search every worker builds the initial state; the
+        // one that claims it starts, the others wait for work.
+        let claimed = self.visited.insert(fp);
+        self.stats.unique = u64::from(claimed);
         self.engine.at = root;
-        if let Some(record) = self.engine.check_state() {
-            self.report(Vec::new(), record);
-            return;
+        if claimed {
+            if let Some(record) = self.engine.check_state() {
+                self.report(Vec::new(), record);
+                return;
+            }
         }
         if self.engine.model.strategy == Strategy::Walk {
             self.walk(root, fp);
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
             return;
         }
-        self.engine.mem.retain(initial);
-        let priority = self.priority();
-        self.frontier.push(
-            Item {
-                node: root,
-                state: initial,
-                depth: 0,
-            },
-            priority,
-        );
+        if claimed {
+            self.engine.mem.retain(initial);
+            let priority = self.priority();
+            self.frontier.push(
+                Item {
+                    node: root,
+                    state: initial,
+                    depth: 0,
+                },
+                priority,
+            );
+        }
+        if let Some(par) = self.par {
+            if self.engine.model.strategy == Strategy::Bfs {
+                self.run_shared_levels(par);
+            } else {
+                self.run_shared_stack(par);
+            }
+            let done = self.fatal.is_none()
+                && !self.halted
+                && !self.bounded
+                && self.interrupted.is_none()
+                && (self.violations.is_empty() || self.engine.model.keep_going);
+            if !done {
+                par.coord.halt();
+            }
+            self.maybe_report_progress();
+            isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
+            while let Some(item) = self.frontier.pop() {
+                self.engine.mem.release(item.state);
+            }
+            return;
+        }
         while !self.stop_requested() {
             let Some(item) = self.frontier.pop() else {
                 break;
@@ -190,19 +282,37 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     fn maybe_report_progress(&mut self) {
+        if let Some(par) = self.par {
+            par.coord
+                .publish(par.worker, &self.stats, self.frontier.len());
+        }
         if self.last_progress.elapsed() < crate::progress::interval() {
             return;
         }
         self.last_progress = Instant::now();
+        let (unique, transitions, max_depth, frontier) = match self.par {
+            // The first worker speaks for all.
+            Some(par) if par.worker != 0 => return,
+            Some(par) => {
+                let (u, t, d, f) = par.coord.totals();
+                (u, t, d as usize, f as usize)
+            }
+            None => (
+                self.stats.unique,
+                self.stats.transitions,
+                self.stats.max_depth,
+                self.frontier.len(),
+            ),
+        };
         let mem = self.engine.mem.stats();
         crate::progress::report(&crate::progress::Progress {
             model: self.engine.model.name.clone(),
-            unique: self.stats.unique,
-            transitions: self.stats.transitions,
-            max_depth: self.stats.max_depth,
-            frontier: self.frontier.len(),
+            unique,
+            transitions,
+            max_depth,
+            frontier,
             memory_bytes: crate::progress::resident_bytes() as usize,
-            visited_bytes: self.visited.memory_bytes(),
+            visited_bytes: self.visited_bytes(),
             page_bytes: mem.page_bytes,
             budget_bytes: self.budget.unwrap_or(0),
             elapsed_s: self.start.elapsed().as_secs_f64(),
@@ -234,8 +344,18 @@ fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
     Ok(())
 }
 
-/// Checks a model.
+/// Checks a model (with several worker processes when `model.jobs` asks
+/// for them).
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    if model.jobs > 1 {
+        return parallel::check(model);
+    }
+    search(model, None)
+}
+
+/// Checks a model in this process, alone or as one worker of a parallel
+/// search.
+fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     settings(model)?;
     let mut engine = match Engine::new(model, model.fingerprint) {
@@ -273,17 +393,31 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         }
     };
     let mut search = Search {
-        visited: Visited::new(model.width),
-        frontier: Frontier::new(model.strategy, model.seed),
+        visited: match par {
+            Some(par) => Seen::Shared(&par.coord.visited, false),
+            None => Seen::Local(Visited::new(model.width)),
+        },
+        par,
+        root: 0,
+        frontier: Frontier::new(
+            model.strategy,
+            match par {
+                // Each worker its own random order.
+                Some(par) => model.seed ^ crate::hash::fmix64(par.worker as u64 + 1),
+                None => model.seed,
+            },
+        ),
         stats: Stats::default(),
         bounded: false,
         bounded_by: None,
         interrupted: None,
+        // Shared among the workers of a parallel search.
         budget: match model.bounds.max_memory {
             Some(0) => None,
             Some(b) => Some(b),
             None => crate::progress::default_budget(),
-        },
+        }
+        .map(|b| b / par.map_or(1, |p| p.coord.workers as u64)),
         memory_checked: 0,
         violations: Vec::new(),
         seen_violations: HashSet::new(),
@@ -331,6 +465,9 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
 /// becomes a violation with its trace; the violations found before it and
 /// the statistics so far are kept.
 pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    if model.jobs > 1 {
+        return parallel::check(model);
+    }
     let start = Instant::now();
     settings(model)?;
     let watch = isolate::Watch {
@@ -353,6 +490,18 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
         }
         ChildEnd::Ended(ended) => ended,
     };
+    ended_result(model, watch, ended, start)
+}
+
+/// The result of a check whose child ended without one: the violations it
+/// streamed, the crash (or hang, or exit) with the trace that led to it,
+/// its last published statistics.
+fn ended_result<P: Process>(
+    model: &Model<P>,
+    watch: isolate::Watch,
+    ended: Box<isolate::Ended>,
+    start: Instant,
+) -> Result<CheckResult, CheckError> {
     let mut violations: Vec<Violation> = ended
         .streamed
         .iter()

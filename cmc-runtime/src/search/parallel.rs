@@ -1,0 +1,697 @@
+//! A search on several cores (`--jobs N`): worker processes.
+//!
+//! Arenas live at fixed addresses, so the workers are processes, forked
+//! together (see [`isolate::run_in_children`]), each with its own engine,
+//! page store and search tree, sharing two things mapped before the fork:
+//! the visited set ([`SharedVisited`]), and the [`Coord`] block through
+//! which they stop together, meet at barriers and hand each other work.
+//!
+//! Inserting a fingerprint into the shared set *claims* its state: the
+//! worker whose insertion added it checks and expands it, the others drop
+//! it. Every state is therefore expanded once, by one worker, and a
+//! complete search counts exactly the states and transitions `--jobs 1`
+//! counts.
+//!
+//! States never travel between workers as memory: a worker hands a state
+//! to another as its *path* — the steps from the initial state — and the
+//! receiver replays it (the checker requires handlers to be deterministic,
+//! and checks the replayed state's fingerprint against the sender's).
+//! Depth-first workers give away the shallowest state on their stack when
+//! another worker is idle; breadth-first workers expand one level at a
+//! time, meet at a barrier between levels (so every state is claimed at its
+//! smallest depth and traces stay shortest), and even out the next level
+//! when one worker holds much more of it than its share.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::engine::{CheckError, RawStep, ENV};
+use crate::isolate::{self, ChildEnd};
+use crate::memory::{Fingerprint, FingerprintWidth};
+use crate::model::{Model, Process, Strategy};
+use crate::shared::{lock, Region};
+use crate::trace::{CheckResult, Stats, Verdict, ViolationKind, ViolationRecord};
+use crate::visited::SharedVisited;
+
+use super::frontier::{Frontier, Item};
+use super::Search;
+
+/// The most workers a search runs.
+pub(crate) const MAX_WORKERS: usize = 256;
+
+// Words of the coordination block.
+const STOP: usize = 0;
+const QUEUE_LOCK: usize = 1;
+const IDLE: usize = 2;
+const FINISHED: usize = 3;
+const QUEUED: usize = 4;
+const QUEUE_TOP: usize = 5;
+const ARRIVED: usize = 6;
+const GENERATION: usize = 7;
+/// Per-worker slots: unique, transitions, depth, frontier, level count.
+const SLOTS: usize = 16;
+const SLOT_WORDS: usize = 8;
+const UNIQUE: usize = 0;
+const TRANSITIONS: usize = 1;
+const DEPTH: usize = 2;
+const FRONTIER: usize = 3;
+const COUNT: usize = 4;
+/// The queue of paths: a stack of records, each followed by its length.
+const QUEUE_AT: usize = SLOTS + MAX_WORKERS * SLOT_WORDS;
+const QUEUE_WORDS: usize = 1 << 21;
+const WORDS: usize = QUEUE_AT + QUEUE_WORDS;
+
+/// What the workers of one parallel search share (see the module
+/// documentation).
+pub(crate) struct Coord {
+    words: Region,
+    pub(crate) visited: SharedVisited,
+    pub(crate) workers: usize,
+}
+
+impl Coord {
+    pub(crate) fn new(workers: usize, width: FingerprintWidth) -> std::io::Result<Coord> {
+        assert!(
+            (1..=MAX_WORKERS).contains(&workers),
+            "between 1 and {MAX_WORKERS} workers"
+        );
+        Ok(Coord {
+            words: Region::new(WORDS * 8, WORDS * 8)?,
+            // Address space only: pages cost memory when written.
+            visited: SharedVisited::new(width, 1 << 38)?,
+            workers,
+        })
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        self.words.word(i)
+    }
+
+    fn slot(&self, worker: usize, field: usize) -> &AtomicU64 {
+        self.word(SLOTS + worker * SLOT_WORDS + field)
+    }
+
+    /// Tells every worker to stop at its next transition.
+    pub(crate) fn halt(&self) {
+        self.word(STOP).store(1, Ordering::Release);
+    }
+
+    pub(crate) fn halted(&self) -> bool {
+        self.word(STOP).load(Ordering::Relaxed) != 0
+    }
+
+    /// Publishes a worker's figures (for the others' bounds and progress).
+    pub(crate) fn publish(&self, worker: usize, stats: &Stats, frontier: usize) {
+        self.slot(worker, UNIQUE)
+            .store(stats.unique, Ordering::Relaxed);
+        self.slot(worker, TRANSITIONS)
+            .store(stats.transitions, Ordering::Relaxed);
+        self.slot(worker, DEPTH)
+            .store(stats.max_depth as u64, Ordering::Relaxed);
+        self.slot(worker, FRONTIER)
+            .store(frontier as u64, Ordering::Relaxed);
+    }
+
+    /// The workers' figures added up: unique states, transitions, the
+    /// deepest state, the frontier.
+    pub(crate) fn totals(&self) -> (u64, u64, u64, u64) {
+        (0..self.workers).fold((0, 0, 0, 0), |(u, t, d, f), w| {
+            let v = |field| self.slot(w, field).load(Ordering::Relaxed);
+            (
+                u + v(UNIQUE),
+                t + v(TRANSITIONS),
+                d.max(v(DEPTH)),
+                f + v(FRONTIER),
+            )
+        })
+    }
+
+    /// Whether an idle worker waits for work that nobody has offered yet.
+    fn wanted(&self) -> bool {
+        self.word(IDLE).load(Ordering::Relaxed) > self.word(QUEUED).load(Ordering::Relaxed)
+    }
+
+    /// Offers a path; false when the queue has no room for it.
+    fn offer(&self, record: &[u64]) -> bool {
+        let _guard = lock(self.word(QUEUE_LOCK));
+        let top = self.word(QUEUE_TOP).load(Ordering::Relaxed) as usize;
+        if top + record.len() + 1 > QUEUE_WORDS {
+            return false;
+        }
+        for (i, &w) in record.iter().enumerate() {
+            self.word(QUEUE_AT + top + i).store(w, Ordering::Relaxed);
+        }
+        self.word(QUEUE_AT + top + record.len())
+            .store(record.len() as u64, Ordering::Relaxed);
+        self.word(QUEUE_TOP)
+            .store((top + record.len() + 1) as u64, Ordering::Relaxed);
+        self.word(QUEUED).fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Takes the path offered last, with the queue's lock held.
+    fn take_locked(&self) -> Option<Vec<u64>> {
+        let top = self.word(QUEUE_TOP).load(Ordering::Relaxed) as usize;
+        if top == 0 {
+            return None;
+        }
+        let len = self.word(QUEUE_AT + top - 1).load(Ordering::Relaxed) as usize;
+        assert!(len < top, "a corrupt record in the work queue");
+        let from = top - 1 - len;
+        let record = (from..top - 1)
+            .map(|i| self.word(QUEUE_AT + i).load(Ordering::Relaxed))
+            .collect();
+        self.word(QUEUE_TOP).store(from as u64, Ordering::Relaxed);
+        self.word(QUEUED).fetch_sub(1, Ordering::Relaxed);
+        Some(record)
+    }
+
+    fn take(&self) -> Option<Vec<u64>> {
+        let _guard = lock(self.word(QUEUE_LOCK));
+        self.take_locked()
+    }
+
+    /// A depth-first worker without work: a path to adopt, `Wait` while
+    /// others still work, `Done` when every worker is idle and nothing is
+    /// offered (the search is complete). `idle` says whether this worker
+    /// already counts as idle.
+    fn next_work(&self, idle: &mut bool) -> Work {
+        let _guard = lock(self.word(QUEUE_LOCK));
+        if let Some(record) = self.take_locked() {
+            if *idle {
+                self.word(IDLE).fetch_sub(1, Ordering::Relaxed);
+                *idle = false;
+            }
+            return Work::Path(record);
+        }
+        if self.word(FINISHED).load(Ordering::Relaxed) != 0 {
+            return Work::Done;
+        }
+        if !*idle {
+            *idle = true;
+            let now = self.word(IDLE).fetch_add(1, Ordering::Relaxed) + 1;
+            if now == self.workers as u64 {
+                self.word(FINISHED).store(1, Ordering::Relaxed);
+                return Work::Done;
+            }
+        }
+        Work::Wait
+    }
+
+    /// Waits until every worker has arrived; false when the search was
+    /// stopped meanwhile.
+    fn barrier(&self) -> bool {
+        let generation = self.word(GENERATION).load(Ordering::Acquire);
+        if self.word(ARRIVED).fetch_add(1, Ordering::AcqRel) + 1 == self.workers as u64 {
+            self.word(ARRIVED).store(0, Ordering::Relaxed);
+            self.word(GENERATION).fetch_add(1, Ordering::Release);
+            return true;
+        }
+        let mut waited = 0u32;
+        loop {
+            if self.word(GENERATION).load(Ordering::Acquire) != generation {
+                return true;
+            }
+            if self.halted() || isolate::stop_signal().is_some() {
+                return false;
+            }
+            pause(&mut waited);
+        }
+    }
+}
+
+/// Spins a little, then yields, then sleeps.
+fn pause(waited: &mut u32) {
+    *waited += 1;
+    if *waited < 64 {
+        std::hint::spin_loop();
+    } else if *waited < 256 {
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    } else {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+enum Work {
+    Path(Vec<u64>),
+    Wait,
+    Done,
+}
+
+/// A worker's place in a parallel search.
+#[derive(Clone, Copy)]
+pub(super) struct Par<'c> {
+    pub(super) coord: &'c Coord,
+    pub(super) worker: usize,
+}
+
+/// A path as it travels: the state's fingerprint, its depth, then each
+/// step (process, handler, seed, number of choices, the choices).
+fn encode(fp: Fingerprint, depth: usize, steps: &[RawStep]) -> Vec<u64> {
+    let mut r = vec![fp.0 as u64, (fp.0 >> 64) as u64, depth as u64];
+    for s in steps {
+        r.push(if s.event.actor == ENV {
+            u64::MAX
+        } else {
+            s.event.actor as u64
+        });
+        r.push(s.event.handler as u64);
+        r.push(u64::from(s.seed));
+        r.push(s.choices.len() as u64);
+        r.extend(s.choices.iter().map(|&c| c as u64));
+    }
+    r
+}
+
+fn decode(r: &[u64]) -> (Fingerprint, usize, Vec<RawStep>) {
+    assert!(
+        r.len() >= 3,
+        "a path record holds a fingerprint and a depth"
+    );
+    let fp = Fingerprint(u128::from(r[0]) | (u128::from(r[1]) << 64));
+    let depth = r[2] as usize;
+    let mut steps = Vec::new();
+    let mut i = 3;
+    while i < r.len() {
+        let n = r[i + 3] as usize;
+        steps.push(RawStep {
+            event: crate::engine::Event {
+                actor: if r[i] == u64::MAX { ENV } else { r[i] as usize },
+                handler: r[i + 1] as usize,
+            },
+            seed: r[i + 2] as u32,
+            choices: r[i + 4..i + 4 + n].iter().map(|&c| c as usize).collect(),
+        });
+        i += 4 + n;
+    }
+    assert_eq!(steps.len(), depth, "a path record's steps are its depth");
+    (fp, depth, steps)
+}
+
+impl<P: Process> Search<'_, '_, P> {
+    /// A depth-first (or random-order) worker: its own stack, work from the
+    /// others when it runs dry, work for the others when they do.
+    pub(super) fn run_shared_stack(&mut self, par: Par<'_>) {
+        let mut idle = false;
+        let mut waited = 0u32;
+        loop {
+            if self.stop_requested() {
+                break;
+            }
+            let item = match self.frontier.pop() {
+                Some(item) => item,
+                None => match par.coord.next_work(&mut idle) {
+                    Work::Path(record) => match self.adopt(&record, true) {
+                        Some(item) => {
+                            waited = 0;
+                            item
+                        }
+                        None => continue,
+                    },
+                    Work::Wait => {
+                        pause(&mut waited);
+                        continue;
+                    }
+                    Work::Done => break,
+                },
+            };
+            if let Frontier::Stack(_) = self.frontier {
+                self.engine.tree.truncate(item.node as usize + 1);
+            }
+            self.expand(&item);
+            self.engine.mem.release(item.state);
+            if self.frontier.len() >= 2 && par.coord.wanted() {
+                if let Some(bottom) = self.frontier.take_bottom() {
+                    self.give(par, bottom);
+                }
+            }
+            self.maybe_report_progress();
+        }
+    }
+
+    /// A breadth-first worker: level by level, meeting the others between
+    /// levels.
+    pub(super) fn run_shared_levels(&mut self, par: Par<'_>) {
+        let c = par.coord;
+        let mut level = 0;
+        loop {
+            while self.frontier.front_depth() == Some(level) {
+                if self.stop_requested() {
+                    return;
+                }
+                let item = self.frontier.pop().expect("a front item");
+                self.expand(&item);
+                self.engine.mem.release(item.state);
+                self.maybe_report_progress();
+            }
+            if self.stop_requested() {
+                return;
+            }
+            let mine = self.frontier.len() as u64;
+            c.slot(par.worker, COUNT).store(mine, Ordering::Relaxed);
+            if !c.barrier() {
+                return;
+            }
+            let counts: Vec<u64> = (0..c.workers)
+                .map(|w| c.slot(w, COUNT).load(Ordering::Relaxed))
+                .collect();
+            let total: u64 = counts.iter().sum();
+            if total == 0 {
+                return;
+            }
+            // Every worker has read the counts before any writes the next
+            // level's.
+            if !c.barrier() {
+                return;
+            }
+            let n = c.workers as u64;
+            let target = total / n + u64::from((par.worker as u64) < total % n);
+            let slack = target / 8 + 8;
+            if mine > target + slack {
+                for _ in target..mine {
+                    match self.frontier.take_back() {
+                        Some(item) => self.give(par, item),
+                        None => break,
+                    }
+                }
+            }
+            if !c.barrier() {
+                return;
+            }
+            let mut have = self.frontier.len() as u64;
+            while have < target {
+                let Some(record) = c.take() else { break };
+                if let Some(item) = self.adopt(&record, false) {
+                    self.frontier.push(item, 0);
+                    have += 1;
+                }
+            }
+            level += 1;
+        }
+    }
+
+    /// Offers `item` to the other workers as its path, and drops it.
+    fn give(&mut self, par: Par<'_>, item: Item) {
+        let e = &mut *self.engine;
+        e.mem.restore(item.state);
+        let fp = e.state_fingerprint(item.state);
+        let steps = e.path(item.node);
+        let record = fp.map(|fp| encode(fp, item.depth, &steps));
+        match record {
+            Ok(record) if par.coord.offer(&record) => {
+                e.mem.release(item.state);
+            }
+            // Kept when the queue is full (or the state cannot be
+            // fingerprinted again, which the search reported when it
+            // first could not).
+            _ => self.frontier.push(item, 0),
+        }
+    }
+
+    /// Replays a path another worker offered, from the initial state: the
+    /// state to expand, recorded in this worker's search tree (after
+    /// cutting the tree back to the root when `fresh`: a depth-first
+    /// worker adopts only with an empty stack). `None`, with a
+    /// nondeterminism violation reported, when the replay does not reach a
+    /// state with the sender's fingerprint.
+    fn adopt(&mut self, record: &[u64], fresh: bool) -> Option<Item> {
+        let (want, depth, steps) = decode(record);
+        let e = &mut *self.engine;
+        let root = self.root;
+        if fresh {
+            e.tree.truncate(root as usize + 1);
+        }
+        let mut state = e.initial;
+        e.mem.retain(state);
+        let mut node = root;
+        let mut failure = None;
+        for step in &steps {
+            e.mem.restore(state);
+            e.at = node;
+            if crate::identity::random::enabled() {
+                let (base, exact) = e.seed_base_of(state);
+                e.seed_base = Some((state, base, exact));
+            }
+            let actor = if step.event.actor == ENV {
+                u64::MAX
+            } else {
+                step.event.actor as u64
+            };
+            isolate::record_checking(
+                node,
+                actor,
+                step.event.handler as u64,
+                step.seed,
+                &step.choices,
+            );
+            let outcome = e.run(step.event, step.choices.clone(), step.seed, false, state);
+            e.seed_base = None;
+            self.stats.replayed += 1;
+            let exhausted = e.mem.take_exhaustion();
+            if outcome.panic.is_some()
+                || exhausted.is_some()
+                || outcome.global_error.is_some()
+                || outcome.thread_error.is_some()
+                || outcome.misfit.is_some()
+                || outcome.model_error.is_some()
+                || outcome.taken != step.choices
+            {
+                failure = Some(format!(
+                    "{} of {} behaved differently when another worker replayed it",
+                    e.handler_name(step.event),
+                    e.actor_name(step.event.actor)
+                ));
+                break;
+            }
+            let succ = e.mem.capture();
+            e.mem.release(state);
+            state = succ;
+            match e.record_node(node, step.event, &step.choices, step.seed) {
+                Some(next) => node = next,
+                None => {
+                    // The tree is full: the search stops, bounded.
+                    e.mem.release(state);
+                    return None;
+                }
+            }
+        }
+        if failure.is_none() {
+            e.mem.restore(state);
+            match e.state_fingerprint(state) {
+                Ok(fp) if fp == want => {
+                    e.at = node;
+                    return Some(Item { node, state, depth });
+                }
+                _ => {
+                    failure = Some(
+                        "a state replayed from its path by another worker has another \
+                         fingerprint: a handler, or the state's identity, depends on more \
+                         than the path (run with --check-determinism to find which)"
+                            .to_string(),
+                    )
+                }
+            }
+        }
+        e.mem.release(state);
+        let message = failure.expect("a failed replay says why");
+        self.report(
+            steps,
+            ViolationRecord {
+                kind: ViolationKind::Nondeterminism,
+                property: "replay".into(),
+                message,
+                location: None,
+            },
+        );
+        None
+    }
+}
+
+/// Checks `model` with `model.jobs` worker processes (see the module
+/// documentation).
+pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    super::settings(model)?;
+    let jobs = model.jobs;
+    if !matches!(
+        model.strategy,
+        Strategy::Dfs | Strategy::Bfs | Strategy::Random
+    ) {
+        return Err(CheckError::Model(format!(
+            "model `{}`: the {:?} strategy runs on one core; use --jobs 1 with it",
+            model.name, model.strategy
+        )));
+    }
+    let coord = Coord::new(jobs, model.width).map_err(|e| {
+        CheckError::Isolation(format!("cannot map the workers' shared memory: {e}"))
+    })?;
+    let watch = isolate::Watch {
+        transition_timeout: model.transition_timeout,
+        deadline: model
+            .bounds
+            .time_limit
+            .map(|t| start + t + Duration::from_secs(1)),
+    };
+    let ends = isolate::run_in_children(
+        watch,
+        jobs,
+        |worker| {
+            let par = Par {
+                coord: &coord,
+                worker,
+            };
+            let result = super::search(model, Some(par)).map_err(|e| e.to_string());
+            serde_json::to_string(&result).expect("a result always serialises")
+        },
+        || coord.halt(),
+    )
+    .map_err(|e| CheckError::Isolation(format!("cannot start the workers: {e}")))?;
+    let mut parts = Vec::with_capacity(jobs);
+    for end in ends {
+        match end {
+            ChildEnd::Finished(text) => {
+                let result: Result<CheckResult, String> =
+                    serde_json::from_str(&text).map_err(|e| {
+                        CheckError::Isolation(format!("unreadable result from a worker: {e}"))
+                    })?;
+                parts.push(result.map_err(CheckError::Isolation)?);
+            }
+            ChildEnd::Ended(ended) => parts.push(super::ended_result(model, watch, ended, start)?),
+        }
+    }
+    let mut merged = merge(model, parts);
+    if merged.verdict == Verdict::Pass {
+        assert_eq!(
+            merged.stats.unique + merged.stats.pruned,
+            coord.visited.len(),
+            "a complete parallel search claimed each visited state once"
+        );
+    }
+    merged.stats.elapsed = start.elapsed();
+    merged.stats.peak_memory_bytes += (coord.visited.memory_bytes()) as u64;
+    Ok(merged)
+}
+
+/// One result from the workers' results: their violations (each distinct
+/// one once, with its shortest trace), their figures added up, the
+/// gravest verdict.
+fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
+    let mut stats = Stats::default();
+    let mut violations: Vec<crate::trace::Violation> = Vec::new();
+    let mut stopped = None;
+    let mut sources = Vec::new();
+    let rank = |v: Verdict| match v {
+        Verdict::Violation => 3,
+        Verdict::Interrupted => 2,
+        Verdict::Bounded => 1,
+        _ => 0,
+    };
+    let mut verdict = Verdict::Pass;
+    for part in parts {
+        let s = &part.stats;
+        stats.generated += s.generated;
+        stats.unique += s.unique;
+        stats.transitions += s.transitions;
+        stats.replayed += s.replayed;
+        stats.max_depth = stats.max_depth.max(s.max_depth);
+        stats.peak_frontier += s.peak_frontier;
+        stats.pruned += s.pruned;
+        stats.pages += s.pages;
+        stats.page_bytes += s.page_bytes;
+        stats.peak_memory_bytes += s.peak_memory_bytes;
+        stats.walks += s.walks;
+        stats.fingerprint = stats.fingerprint.or(s.fingerprint);
+        if rank(part.verdict) > rank(verdict) {
+            verdict = part.verdict;
+        }
+        if stopped.is_none() && part.verdict != Verdict::Pass {
+            stopped = part.stopped.clone();
+        }
+        if sources.is_empty() {
+            sources = part.sources;
+        }
+        for v in part.violations {
+            let key = |x: &crate::trace::Violation| {
+                (
+                    x.record.kind,
+                    x.record.property.clone(),
+                    x.record.location.clone(),
+                )
+            };
+            match violations.iter_mut().find(|w| key(w) == key(&v)) {
+                Some(w) if v.trace.steps.len() < w.trace.steps.len() => *w = v,
+                Some(_) => {}
+                None => violations.push(v),
+            }
+        }
+    }
+    if !violations.is_empty() {
+        verdict = Verdict::Violation;
+    }
+    CheckResult {
+        model: model.name.clone(),
+        verdict,
+        violations,
+        stats,
+        sources,
+        stopped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Event;
+
+    #[test]
+    fn paths_travel_intact() {
+        let steps = vec![
+            RawStep {
+                event: Event {
+                    actor: 2,
+                    handler: 1,
+                },
+                choices: vec![3, 0, 7],
+                seed: 0,
+            },
+            RawStep {
+                event: Event {
+                    actor: ENV,
+                    handler: 0,
+                },
+                choices: vec![],
+                seed: 5,
+            },
+        ];
+        let fp = Fingerprint(0x1234_5678_9abc_def0_0fed_cba9_8765_4321);
+        let (fp2, depth, back) = decode(&encode(fp, 2, &steps));
+        assert_eq!((fp2, depth), (fp, 2));
+        assert_eq!(back.len(), 2);
+        for (a, b) in steps.iter().zip(&back) {
+            assert_eq!((a.event, &a.choices, a.seed), (b.event, &b.choices, b.seed));
+        }
+    }
+
+    /// The work queue hands out what was offered, last first, and the
+    /// idle count ends the search only when every worker is idle and
+    /// nothing is offered.
+    #[test]
+    fn queue_and_termination() {
+        let c = Coord::new(2, FingerprintWidth::Bits64).unwrap();
+        let (mut a, mut b) = (false, false);
+        assert!(matches!(c.next_work(&mut a), Work::Wait));
+        assert!(a && c.wanted());
+        assert!(c.offer(&[1, 2, 3]));
+        assert!(c.offer(&[4]));
+        assert!(!c.wanted());
+        assert!(matches!(c.next_work(&mut a), Work::Path(r) if r == vec![4]));
+        assert!(!a);
+        assert!(matches!(c.next_work(&mut b), Work::Path(r) if r == vec![1, 2, 3]));
+        assert!(matches!(c.next_work(&mut a), Work::Wait));
+        assert!(matches!(c.next_work(&mut b), Work::Done));
+        assert!(matches!(c.next_work(&mut a), Work::Done));
+        c.halt();
+        assert!(!c.barrier(), "a stopped search does not wait at a barrier");
+    }
+}

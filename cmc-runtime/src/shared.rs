@@ -1,0 +1,122 @@
+//! Memory shared by the worker processes of a parallel search
+//! (`--jobs`): a region mapped before the workers are forked, so that it
+//! is at the same address in all of them, that reserves no memory until
+//! its pages are written, and a spin lock that works across processes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sys::PAGE;
+
+/// An anonymous shared mapping (see the module documentation), unmapped
+/// when dropped.
+pub(crate) struct Region {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the region is plain memory that every user accesses through
+// atomics (or under a lock held through atomics); the pointer is never
+// freed while a `Region` lives.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// A region of `len` bytes, or the largest power-of-two fraction of it
+    /// (down to `min`) the system agrees to map.
+    pub(crate) fn new(mut len: usize, min: usize) -> std::io::Result<Region> {
+        len = len.next_multiple_of(PAGE);
+        loop {
+            // SAFETY: an anonymous mapping of our own, zero-filled, at an
+            // address of the kernel's choosing; unmapped by `drop`.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                return Ok(Region {
+                    base: p.cast(),
+                    len,
+                });
+            }
+            if len / 2 < min {
+                return Err(std::io::Error::last_os_error());
+            }
+            len = (len / 2).next_multiple_of(PAGE);
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The 64-bit word at byte offset `8 * i`.
+    #[inline]
+    pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(
+            (i + 1) * 8 <= self.len,
+            "shared word {i} is beyond the region ({} bytes)",
+            self.len
+        );
+        // SAFETY: in bounds (checked above), 8-aligned (the base is page
+        // aligned), zero-initialised shared memory that lives as long as
+        // `self`; AtomicU64 has the layout of u64.
+        unsafe { &*self.base.add(i * 8).cast::<AtomicU64>() }
+    }
+
+    /// Gives the physical memory of the whole pages in `[from, from + len)`
+    /// bytes back to the system; they read as zeros afterwards.
+    pub(crate) fn discard(&self, from: usize, len: usize) {
+        let start = from.next_multiple_of(PAGE);
+        let end = (from + len) / PAGE * PAGE;
+        if end <= start {
+            return;
+        }
+        assert!(end <= self.len, "discarding beyond the shared region");
+        // SAFETY: the range lies inside our mapping and no reference into
+        // it is used after this (the caller gives the range up).
+        unsafe { libc::madvise(self.base.add(start).cast(), end - start, libc::MADV_REMOVE) };
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and no reference into it outlives
+        // the region.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// A spin lock in a shared word: 0 is free. Held only by the checker's own
+/// code, never across user code, so a holder cannot die holding it (the
+/// parent stops workers only while they run user code).
+pub(crate) struct SpinGuard<'a>(&'a AtomicU64);
+
+pub(crate) fn lock(word: &AtomicU64) -> SpinGuard<'_> {
+    let mut spins = 0u32;
+    while word
+        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        spins += 1;
+        if spins < 100 {
+            std::hint::spin_loop();
+        } else {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::sched_yield() };
+        }
+    }
+    SpinGuard(word)
+}
+
+impl Drop for SpinGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
