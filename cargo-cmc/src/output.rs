@@ -168,6 +168,8 @@ impl Output {
                         "elapsed_s": result.stats.elapsed.as_secs_f64(),
                         "peak_memory_bytes": result.stats.peak_memory_bytes,
                         "walks": result.stats.walks,
+                        "jobs": result.stats.jobs.max(1),
+                        "replayed": result.stats.replayed,
                         "violations": violations,
                         "stopped": result.stopped,
                         "fingerprint": result.stats.fingerprint.map(|m| m.name()),

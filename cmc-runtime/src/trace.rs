@@ -403,6 +403,9 @@ pub struct Stats {
     /// `transitions`.
     #[serde(default)]
     pub replayed: u64,
+    /// Worker processes that searched (0 or 1: the search ran alone).
+    #[serde(default)]
+    pub jobs: usize,
 }
 
 impl Stats {
@@ -442,8 +445,16 @@ impl CheckResult {
         } else {
             String::new()
         };
+        let jobs = if self.stats.jobs > 1 {
+            format!(
+                " jobs={} (replayed {} steps to share work)",
+                self.stats.jobs, self.stats.replayed
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}",
+            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}{jobs}",
             self.model,
             self.verdict,
             self.stats.unique,

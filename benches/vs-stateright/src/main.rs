@@ -28,6 +28,20 @@
 //! which leaves out what each process holds whatever it searches (its
 //! code, its libraries, its start-up).
 //!
+//! # `jobs`: the speed-up on several cores
+//!
+//! ```sh
+//! cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- jobs
+//! ```
+//!
+//! Wall-clock time of the search on 1 and on `CMC_VS_JOBS` workers (default:
+//! the machine's cores), two-phase commit with `CMC_VS_N` RMs (default 7),
+//! DFS and BFS, median of `CMC_VS_RUNS`: cmc's `--jobs` (the `elapsed_s` of
+//! its JSON result: the search, its workers' start included, not the
+//! build) and stateright's `threads(n)`. One line per strategy:
+//! `bench parallel n=7 strategy=dfs jobs=2 unique=… cmc_1_s=… cmc_n_s=… cmc_speedup=… stateright_1_s=… stateright_n_s=… stateright_speedup=…`,
+//! exit 1 when any count differs.
+//!
 //! # `big`: the cost of a transition against the size of the state
 //!
 //! ```sh
@@ -248,7 +262,13 @@ fn stateright_child(rms: usize, bfs: bool) -> (Duration, usize, u64) {
 
 fn stateright(rms: usize, bfs: bool) -> (Duration, usize) {
     let before = cpu(libc::RUSAGE_SELF);
-    let builder = TwoPhase { rms }.checker().threads(1);
+    let unique = stateright_threads(rms, bfs, 1);
+    (cpu(libc::RUSAGE_SELF) - before, unique)
+}
+
+/// stateright's unique count with `threads` threads.
+fn stateright_threads(rms: usize, bfs: bool, threads: usize) -> usize {
+    let builder = TwoPhase { rms }.checker().threads(threads);
     let unique = if bfs {
         let checker = builder.spawn_bfs().join();
         checker.assert_properties();
@@ -258,7 +278,7 @@ fn stateright(rms: usize, bfs: bool) -> (Duration, usize) {
         checker.assert_properties();
         checker.unique_state_count()
     };
-    (cpu(libc::RUSAGE_SELF) - before, unique)
+    unique
 }
 
 fn example() -> PathBuf {
@@ -307,6 +327,8 @@ fn cmc(rms: usize, bfs: bool) -> (Duration, usize, u64) {
         &model,
         "--strategy",
         strategy,
+        "--jobs",
+        "1",
         "--message-format",
         "json",
     ]);
@@ -346,6 +368,20 @@ fn main() {
         let cells = args[2].parse().expect("a number of cells");
         let (cpu, unique, transitions) = big::stateright(cells);
         println!("{} {unique} {transitions}", cpu.as_secs_f64());
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("--stateright-wall") {
+        let rms = args[2].parse().expect("a number of RMs");
+        let threads = args[4].parse().expect("a number of threads");
+        let start = std::time::Instant::now();
+        let unique = stateright_threads(rms, args[3] == "bfs", threads);
+        println!("{} {unique}", start.elapsed().as_secs_f64());
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("jobs") {
+        if !parallel(runs()) {
+            std::process::exit(1);
+        }
         return;
     }
     if args.get(1).map(String::as_str) == Some("big") {
@@ -421,6 +457,84 @@ fn main() {
     if !same {
         std::process::exit(1);
     }
+}
+
+/// cmc's wall-clock search time and unique count on `jobs` workers.
+fn cmc_wall(rms: usize, bfs: bool, jobs: usize) -> (f64, usize) {
+    let model = format!("two_phase_commit::two_phase_commit_{rms}");
+    let (_, stdout) = cargo_cmc(&[
+        "check",
+        "--model",
+        &model,
+        "--strategy",
+        if bfs { "bfs" } else { "dfs" },
+        "--jobs",
+        &jobs.to_string(),
+        "--message-format",
+        "json",
+    ]);
+    let result = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "result" && v["model"] == model.as_str())
+        .expect("a result line");
+    assert_eq!(result["verdict"], "pass", "{result}");
+    (
+        result["elapsed_s"].as_f64().expect("elapsed_s"),
+        result["unique_states"].as_u64().expect("unique_states") as usize,
+    )
+}
+
+/// The `jobs` mode (see the crate documentation); false when counts differ.
+fn parallel(runs: usize) -> bool {
+    let n: usize = std::env::var("CMC_VS_N")
+        .ok()
+        .and_then(|v| v.split(',').next().and_then(|n| n.trim().parse().ok()))
+        .unwrap_or(7);
+    let jobs: usize = std::env::var("CMC_VS_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |p| p.get()));
+    let _ = cargo_cmc(&["list"]);
+    let mut same = true;
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for bfs in [false, true] {
+        let strategy = if bfs { "bfs" } else { "dfs" };
+        let (mut c1, mut cn, mut s1, mut sn) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut counts = Vec::new();
+        for _ in 0..runs {
+            for (threads, times) in [(1, &mut s1), (jobs, &mut sn)] {
+                let (_, text, _) = child(&[
+                    "--stateright-wall",
+                    &n.to_string(),
+                    strategy,
+                    &threads.to_string(),
+                ]);
+                times.push(text.split_whitespace().next().and_then(|w| w.parse().ok()).expect("seconds"));
+                counts.push(word(&text, 1));
+            }
+            for (j, times) in [(1, &mut c1), (jobs, &mut cn)] {
+                let (t, u) = cmc_wall(n, bfs, j);
+                times.push(t);
+                counts.push(u);
+            }
+        }
+        if counts.iter().any(|&c| c != counts[0]) {
+            same = false;
+            println!("counts differ: n={n} strategy={strategy} {counts:?}");
+        }
+        let (c1, cn, s1, sn) = (med(c1), med(cn), med(s1), med(sn));
+        println!(
+            "bench parallel n={n} strategy={strategy} jobs={jobs} unique={} cmc_1_s={c1:.3} cmc_n_s={cn:.3} cmc_speedup={:.2} stateright_1_s={s1:.3} stateright_n_s={sn:.3} stateright_speedup={:.2}",
+            counts[0],
+            c1 / cn.max(1e-9),
+            s1 / sn.max(1e-9),
+        );
+    }
+    same
 }
 
 /// The `big` mode: how the cost of one transition grows with the size of a

@@ -569,6 +569,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         );
     }
     merged.stats.elapsed = start.elapsed();
+    merged.stats.jobs = jobs;
     merged.stats.peak_memory_bytes += (coord.visited.memory_bytes()) as u64;
     Ok(merged)
 }
