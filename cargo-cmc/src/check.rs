@@ -54,7 +54,8 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
             })?,
     );
     o.seed = args.seed;
-    o.jobs = args.jobs.map(|j| j as usize);
+    // Absent: one worker per core (0), unless the model sets a number.
+    o.jobs = Some(args.jobs.map_or(0, |j| j as usize));
     o.keep_going = args.keep_going.then_some(true);
     o.fingerprint = args.fingerprint.map(fingerprint_mode);
     o.width = args.fingerprint_bits.map(|b| match b {

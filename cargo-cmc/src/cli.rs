@@ -164,8 +164,11 @@ pub(crate) struct CheckArgs {
     /// Seed of the random strategy.
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
-    /// Worker processes searching at once (dfs, bfs and random; they share
-    /// the visited set, so a complete search finds the same states).
+    /// Worker processes searching at once (default: one per core, unless
+    /// the model sets a number; best-first runs on one). They share the
+    /// visited set: a complete search finds the same states, and
+    /// breadth-first traces stay shortest, though which shortest trace is
+    /// shown may change from run to run (--jobs 1: always the same).
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub(crate) jobs: Option<u64>,
     /// Collect distinct violations instead of stopping at the first.

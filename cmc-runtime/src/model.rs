@@ -519,8 +519,9 @@ pub struct Model<P: Process> {
     /// How long one piece of user code may run in an isolated check (see
     /// [`Model::transition_timeout`]).
     pub(crate) transition_timeout: Option<Duration>,
-    /// Worker processes of the search (see [`Model::jobs`]).
-    pub(crate) jobs: usize,
+    /// Worker processes of the search (see [`Model::jobs`]); `None`: not
+    /// set (one), `Some(0)`: one per core.
+    pub(crate) jobs: Option<usize>,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -564,7 +565,7 @@ impl<P: Process> Model<P> {
             env_arena: ArenaConfig::default(),
             debug: None,
             transition_timeout: Some(DEFAULT_TRANSITION_TIMEOUT),
-            jobs: 1,
+            jobs: None,
         }
     }
 
@@ -695,10 +696,23 @@ impl<P: Process> Model<P> {
     /// becomes a violation with its trace). Depth-first, breadth-first and
     /// random order only; breadth-first workers go level by level, so
     /// traces stay shortest (which of the shortest traces is shown may
-    /// differ between runs). `jobs` is clamped to 1..=256.
+    /// differ between runs). 0 means one worker per available core (one
+    /// for best-first search, which has no parallel form); at most 256.
     pub fn jobs(mut self, jobs: usize) -> Self {
-        self.jobs = jobs.clamp(1, crate::search::parallel::MAX_WORKERS);
+        self.jobs = Some(jobs.min(crate::search::parallel::MAX_WORKERS));
         self
+    }
+
+    /// The workers this model's search runs with.
+    pub(crate) fn workers(&self) -> usize {
+        match self.jobs {
+            None => 1,
+            Some(0) if self.strategy == Strategy::BestFirst => 1,
+            Some(0) => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(crate::search::parallel::MAX_WORKERS),
+            Some(n) => n,
+        }
     }
 
     /// Sets the seed of [`Strategy::Random`].

@@ -32,7 +32,8 @@ pub struct RunOptions {
     pub max_walks: Option<u64>,
     /// The seed of the random strategy.
     pub seed: Option<u64>,
-    /// Worker processes (`Model::jobs`).
+    /// Worker processes (`Model::jobs`; 0: one per core, unless the model
+    /// chose a number).
     #[serde(default)]
     pub jobs: Option<usize>,
     /// Whether to keep going after a violation.
@@ -82,8 +83,10 @@ impl<P: Process> Model<P> {
         if let Some(seed) = options.seed {
             self.seed = seed;
         }
-        if let Some(jobs) = options.jobs {
-            self = self.jobs(jobs);
+        match options.jobs {
+            Some(0) if self.jobs.is_some() => {}
+            Some(jobs) => self = self.jobs(jobs),
+            None => {}
         }
         if let Some(k) = options.keep_going {
             self.keep_going = k;

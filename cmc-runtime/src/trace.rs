@@ -445,11 +445,13 @@ impl CheckResult {
         } else {
             String::new()
         };
-        let jobs = if self.stats.jobs > 1 {
+        let jobs = if self.stats.replayed > 0 {
             format!(
                 " jobs={} (replayed {} steps to share work)",
                 self.stats.jobs, self.stats.replayed
             )
+        } else if self.stats.jobs > 1 {
+            format!(" jobs={}", self.stats.jobs)
         } else {
             String::new()
         };

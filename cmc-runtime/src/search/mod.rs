@@ -217,11 +217,11 @@ impl<P: Process> Search<'_, '_, P> {
         let claimed = self.visited.insert(fp);
         self.stats.unique = u64::from(claimed);
         self.engine.at = root;
-        if claimed {
-            if let Some(record) = self.engine.check_state() {
+        if let Some(record) = self.engine.check_state() {
+            if claimed {
                 self.report(Vec::new(), record);
-                return;
             }
+            return;
         }
         if self.engine.model.strategy == Strategy::Walk {
             self.walk(root, fp);
@@ -293,11 +293,12 @@ impl<P: Process> Search<'_, '_, P> {
         let (unique, transitions, max_depth, frontier) = match self.par {
             // The first worker speaks for all.
             Some(par) if par.worker != 0 => return,
-            Some(par) => {
+            // Walks: this worker's sketch (the others' merge at the end).
+            Some(par) if self.engine.model.strategy != Strategy::Walk => {
                 let (u, t, d, f) = par.coord.totals();
                 (u, t, d as usize, f as usize)
             }
-            None => (
+            _ => (
                 self.stats.unique,
                 self.stats.transitions,
                 self.stats.max_depth,
@@ -347,7 +348,7 @@ fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
 /// Checks a model (with several worker processes when `model.jobs` asks
 /// for them).
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    if model.jobs > 1 {
+    if model.workers() > 1 {
         return parallel::check(model);
     }
     search(model, None)
@@ -465,7 +466,7 @@ fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckRes
 /// becomes a violation with its trace; the violations found before it and
 /// the statistics so far are kept.
 pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    if model.jobs > 1 {
+    if model.workers() > 1 {
         return parallel::check(model);
     }
     let start = Instant::now();

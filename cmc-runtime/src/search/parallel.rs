@@ -21,6 +21,10 @@
 //! time, meet at a barrier between levels (so every state is claimed at its
 //! smallest depth and traces stay shortest), and even out the next level
 //! when one worker holds much more of it than its share.
+//!
+//! Random walks need no sharing but their bound: a swarm of workers walks
+//! from seeds of their own, counts its walks together, and merges the
+//! sketches of the states it saw.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -48,6 +52,7 @@ const QUEUED: usize = 4;
 const QUEUE_TOP: usize = 5;
 const ARRIVED: usize = 6;
 const GENERATION: usize = 7;
+const WALKS: usize = 8;
 /// Per-worker slots: unique, transitions, depth, frontier, level count.
 const SLOTS: usize = 16;
 const SLOT_WORDS: usize = 8;
@@ -57,7 +62,11 @@ const DEPTH: usize = 2;
 const FRONTIER: usize = 3;
 const COUNT: usize = 4;
 /// The queue of paths: a stack of records, each followed by its length.
-const QUEUE_AT: usize = SLOTS + MAX_WORKERS * SLOT_WORDS;
+const SKETCH_AT: usize = SLOTS + MAX_WORKERS * SLOT_WORDS;
+/// The workers' walk sketches merged (a swarm of random walks): one word
+/// per register.
+const SKETCH_WORDS: usize = 1 << super::walk::Sketch::BITS;
+const QUEUE_AT: usize = SKETCH_AT + SKETCH_WORDS;
 const QUEUE_WORDS: usize = 1 << 21;
 const WORDS: usize = QUEUE_AT + QUEUE_WORDS;
 
@@ -124,6 +133,28 @@ impl Coord {
                 f + v(FRONTIER),
             )
         })
+    }
+
+    /// Counts a walk a worker starts; the walks started before it.
+    pub(crate) fn start_walk(&self) -> u64 {
+        self.word(WALKS).fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Merges a worker's sketch of the states its walks saw.
+    pub(super) fn add_sketch(&self, sketch: &super::walk::Sketch) {
+        for (i, &r) in sketch.registers.iter().enumerate() {
+            self.word(SKETCH_AT + i)
+                .fetch_max(u64::from(r), Ordering::Relaxed);
+        }
+    }
+
+    /// The distinct states all workers' walks saw, estimated.
+    fn sketch_estimate(&self) -> u64 {
+        let mut sketch = super::walk::Sketch::new();
+        for (i, r) in sketch.registers.iter_mut().enumerate() {
+            *r = self.word(SKETCH_AT + i).load(Ordering::Relaxed) as u8;
+        }
+        sketch.estimate()
     }
 
     /// Whether an idle worker waits for work that nobody has offered yet.
@@ -513,11 +544,8 @@ impl<P: Process> Search<'_, '_, P> {
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     super::settings(model)?;
-    let jobs = model.jobs;
-    if !matches!(
-        model.strategy,
-        Strategy::Dfs | Strategy::Bfs | Strategy::Random
-    ) {
+    let jobs = model.workers();
+    if model.strategy == Strategy::BestFirst {
         return Err(CheckError::Model(format!(
             "model `{}`: the {:?} strategy runs on one core; use --jobs 1 with it",
             model.name, model.strategy
@@ -561,7 +589,9 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         }
     }
     let mut merged = merge(model, parts);
-    if merged.verdict == Verdict::Pass {
+    if model.strategy == Strategy::Walk {
+        merged.stats.unique = coord.sketch_estimate();
+    } else if merged.verdict == Verdict::Pass {
         assert_eq!(
             merged.stats.unique + merged.stats.pruned,
             coord.visited.len(),

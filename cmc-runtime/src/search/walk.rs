@@ -48,12 +48,23 @@ impl<P: Process> Search<'_, '_, P> {
     pub(super) fn walk(&mut self, root: u32, initial: Fingerprint) {
         let model = self.engine.model;
         let depth_bound = model.bounds.max_depth.unwrap_or(DEFAULT_WALK_DEPTH);
-        let mut rng = SmallRng::seed_from_u64(model.seed);
+        // A swarm: each worker of a parallel search walks from a seed of
+        // its own (the first from the model's).
+        let seed = match self.par {
+            Some(par) if par.worker > 0 => model.seed ^ crate::hash::fmix64(par.worker as u64),
+            _ => model.seed,
+        };
+        let mut rng = SmallRng::seed_from_u64(seed);
         let mut sketch = Sketch::new();
         sketch.insert(initial);
         let start = self.engine.initial;
         'walks: while !self.stop_requested() {
-            if let Some(w) = model.bounds.max_walks.filter(|&w| self.stats.walks >= w) {
+            // The walk bound counts every worker's walks.
+            let started = match self.par {
+                Some(par) => par.coord.start_walk(),
+                None => self.stats.walks,
+            };
+            if let Some(w) = model.bounds.max_walks.filter(|&w| started >= w) {
                 self.bounded = true;
                 self.bounded_by = Some(format!("the walk bound ({w} walks) was reached"));
                 break;
@@ -90,6 +101,9 @@ impl<P: Process> Search<'_, '_, P> {
             self.engine.mem.release(state);
         }
         self.stats.unique = sketch.estimate();
+        if let Some(par) = self.par {
+            par.coord.add_sketch(&sketch);
+        }
     }
 
     /// One step of a walk from `at`, whose path's fingerprints so far are
@@ -397,14 +411,14 @@ fn shorten(steps: Vec<RawStep>, path: &[Fingerprint]) -> Vec<RawStep> {
 
 /// Distinct fingerprints seen, estimated in a fixed 4 KiB (HyperLogLog,
 /// 4096 registers: a standard error of about 1.6 %).
-struct Sketch {
-    registers: Vec<u8>,
+pub(super) struct Sketch {
+    pub(super) registers: Vec<u8>,
 }
 
 impl Sketch {
-    const BITS: u32 = 12;
+    pub(super) const BITS: u32 = 12;
 
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Sketch {
             registers: vec![0; 1 << Self::BITS],
         }
@@ -420,7 +434,7 @@ impl Sketch {
         *r = (*r).max(rank);
     }
 
-    fn estimate(&self) -> u64 {
+    pub(super) fn estimate(&self) -> u64 {
         let m = self.registers.len() as f64;
         let alpha = 0.7213 / (1.0 + 1.079 / m);
         let sum: f64 = self.registers.iter().map(|&r| (-f64::from(r)).exp2()).sum();

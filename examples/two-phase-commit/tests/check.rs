@@ -248,6 +248,28 @@ mod spec {
         );
     }
 
+    /// A swarm: two workers walk from seeds of their own, count their
+    /// walks together (exactly the bound) and merge what they saw.
+    #[test]
+    fn a_swarm_of_walkers_shares_the_bound_and_the_sketch() {
+        let r = two_phase_commit_4()
+            .strategy(Strategy::Walk)
+            .max_walks(1000)
+            .max_depth(40)
+            .jobs(2)
+            .check()
+            .expect("the check runs");
+        println!("{}", r.summary());
+        assert_eq!(r.verdict, Verdict::Bounded);
+        assert_eq!((r.stats.walks, r.stats.jobs), (1000, 2));
+        let exists = Spec::new(4, CommitGuard::AllPrepared).explore().distinct as f64;
+        let seen = r.stats.unique as f64;
+        assert!(
+            seen <= exists * 1.05 && seen > exists * 0.5,
+            "{seen} distinct states seen of {exists}"
+        );
+    }
+
     /// The registered models keep cmc's default, depth-first search. A
     /// complete search stores the same states and expands each once,
     /// whatever the order.
