@@ -151,6 +151,7 @@ impl Output {
                             "location": v.record.location,
                             "also_violated": v.trace.also_violated,
                             "trace_len": v.trace.steps.len(),
+                            "loop_start": v.trace.loop_start,
                             "trace_file": s.trace_file,
                             "report_file": s.report_file,
                         })
@@ -170,6 +171,12 @@ impl Output {
                         "walks": result.stats.walks,
                         "jobs": result.stats.jobs.max(1),
                         "replayed": result.stats.replayed,
+                        "complete": result.stats.complete,
+                        "reached": result.reached.iter().map(|r| json!({
+                            "property": r.property,
+                            "trace_len": r.trace.steps.len(),
+                            "trace": r.trace,
+                        })).collect::<Vec<_>>(),
                         "violations": violations,
                         "stopped": result.stopped,
                         "fingerprint": result.stats.fingerprint.map(|m| m.name()),
@@ -185,6 +192,25 @@ impl Output {
                 if self.verbose {
                     for s in &result.sources {
                         println!("identity of {}: {s}", result.model);
+                    }
+                    if result.stats.jobs > 1 {
+                        println!(
+                            "{}: searched with {} workers ({} steps replayed to hand states \
+                             between them)",
+                            result.model, result.stats.jobs, result.stats.replayed
+                        );
+                    }
+                }
+                for r in &result.reached {
+                    println!(
+                        "{}: reached `{}` after {} step{}",
+                        result.model,
+                        r.property,
+                        r.trace.steps.len(),
+                        if r.trace.steps.len() == 1 { "" } else { "s" }
+                    );
+                    if self.verbose {
+                        print!("{}", r.trace);
                     }
                 }
                 for (v, s) in result.violations.iter().zip(saved) {

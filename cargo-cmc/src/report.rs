@@ -362,6 +362,23 @@ fn chart(
             width - 4
         );
     }
+    // A lasso: a bracket over the steps that repeat forever.
+    if let Some(l) = trace.loop_start.filter(|&l| l < n) {
+        let (y1, y2) = (row_y(l) - ROW / 2, row_y(n - 1) + ROW / 2);
+        let _ = writeln!(
+            out,
+            "<g class=\"cycle\"><line x1=\"{x}\" y1=\"{y1}\" x2=\"{x}\" y2=\"{y2}\"/>\
+             <line x1=\"{x}\" y1=\"{y1}\" x2=\"{}\" y2=\"{y1}\"/>\
+             <line x1=\"{x}\" y1=\"{y2}\" x2=\"{}\" y2=\"{y2}\"/>\
+             <text x=\"{}\" y=\"{}\">↻ steps {}–{n} repeat forever</text></g>",
+            width - 12,
+            width - 12,
+            width - 150,
+            y1 + 14,
+            l + 1,
+            x = width - 6,
+        );
+    }
     out.push_str("</g>\n");
 
     // Lifelines.
@@ -682,6 +699,12 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
         out.push_str("<ol class=\"steps\">\n");
     }
     for (i, step) in trace.steps.iter().enumerate() {
+        if trace.loop_start == Some(i) {
+            out.push_str(
+                "<li class=\"cycle-start\">↻ The cycle: from here to the last step, the \
+                 steps repeat forever (the last step returns to the state before this one).</li>\n",
+            );
+        }
         let fail = failing == Some(i);
         let kind = match step.kind {
             StepKind::Handler => "handler",
@@ -944,6 +967,9 @@ svg text { fill: var(--ink); }
 .row-bg:nth-of-type(even) { fill: #f8fafc; }
 .row-bg:hover { fill: #eef4ff; }
 .row-bg.failing { fill: var(--bg-fail); stroke: var(--red); stroke-width: 1.5; }
+.cycle line { stroke: var(--red); stroke-width: 2; stroke-dasharray: 6 3; }
+.cycle text { fill: var(--red); font-size: 12px; font-weight: 600; }
+li.cycle-start { list-style: none; color: var(--red); font-weight: 600; margin: 0.6em 0; }
 .step-row.failing .row-num { fill: var(--red); font-weight: 700; }
 .row-bg.flash { fill: #fff3c4; }
 .label { paint-order: stroke; stroke: #fff; stroke-width: 4px; stroke-linejoin: round; }

@@ -334,6 +334,7 @@ fn handmade_trace() -> Trace {
         fingerprint_bits: 64,
         fingerprint: None,
         build: None,
+        loop_start: None,
         sources: Vec::new(),
         handlers: String::new(),
         initial_fingerprint: "abcdef0123456789".into(),

@@ -196,11 +196,13 @@ impl<'a> Marked<'a> {
     }
 }
 
-/// `#[handler]`, `#[handler(guard = path)]` or `#[handler(timer = "name")]`.
+/// `#[handler]`, `#[handler(guard = path)]` or `#[handler(timer = "name")]`,
+/// each optionally with `fair`.
 pub(crate) struct HandlerAttr<'a> {
     pub(crate) attr: &'a Attribute,
     pub(crate) guard: Option<Path>,
     pub(crate) timer: Option<LitStr>,
+    pub(crate) fair: bool,
 }
 
 impl<'a> HandlerAttr<'a> {
@@ -209,6 +211,7 @@ impl<'a> HandlerAttr<'a> {
             attr,
             guard: None,
             timer: None,
+            fair: false,
         };
         match &attr.meta {
             Meta::Path(_) => {}
@@ -226,12 +229,19 @@ impl<'a> HandlerAttr<'a> {
                             errors.at(&meta.path, "`timer` is given twice");
                         }
                         parsed.timer = Some(name);
+                    } else if meta.path.is_ident("fair") && meta.input.is_empty()
+                        || meta.path.is_ident("fair") && meta.input.peek(Token![,])
+                    {
+                        if parsed.fair {
+                            errors.at(&meta.path, "`fair` is given twice");
+                        }
+                        parsed.fair = true;
                     } else {
                         errors.at(
                             &meta.path,
                             format!(
-                                "unknown key `{}` in #[handler(..)]: expected `guard = path` \
-                                 or `timer = \"name\"`",
+                                "unknown key `{}` in #[handler(..)]: expected `guard = path`, \
+                                 `timer = \"name\"` or `fair`",
                                 quote::ToTokens::to_token_stream(&meta.path)
                                     .to_string()
                                     .replace(' ', "")

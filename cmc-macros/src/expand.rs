@@ -195,7 +195,12 @@ fn handler(h: &Handler<'_>) -> TokenStream {
             quote!(.guard(#guard))
         }
     };
-    quote!(::cmc::Handler::new(#name, #body)#trigger)
+    let fair = if h.fair {
+        quote!(.fair())
+    } else {
+        TokenStream::new()
+    };
+    quote!(::cmc::Handler::new(#name, #body)#trigger #fair)
 }
 
 /// A guard as a `cmc::Guard<Self>`.
@@ -321,6 +326,17 @@ fn invariant(i: &Invariant<'_>) -> TokenStream {
 
 /// The function and its registration as a global invariant of `World<T>`.
 pub(crate) fn global_invariant(inv: &GlobalInvariant<'_>, item: &Item) -> TokenStream {
+    registration(inv, item, None)
+}
+
+/// A `#[cmc::sometimes]` or `#[cmc::eventually]` function and its
+/// registration.
+pub(crate) fn property(inv: &GlobalInvariant<'_>, item: &Item, kind: &str) -> TokenStream {
+    registration(inv, item, Some(kind))
+}
+
+/// A global invariant (`kind` `None`) or property and its registration.
+fn registration(inv: &GlobalInvariant<'_>, item: &Item, kind: Option<&str>) -> TokenStream {
     let func = inv.func;
     let name = func.unraw().to_string();
     let process = inv.process;
@@ -332,24 +348,47 @@ pub(crate) fn global_invariant(inv: &GlobalInvariant<'_>, item: &Item) -> TokenS
         inv.output,
     );
     let check = quote_spanned!(at(inv.output.span())=> __CmcOutcome::__cmc_check(#value));
+    let erased = quote! {
+        {
+            #outcome
+
+            // The engine calls this with a pointer to a `World` over
+            // the process type this entry is registered for.
+            unsafe fn __cmc_erased(#world: *const ()) -> ::cmc::Check {
+                #check
+            }
+            __cmc_erased
+        }
+    };
+    let entry = match kind {
+        None => quote! {
+            ::cmc::__private::InvariantEntry::new(
+                #name,
+                ::cmc::__private::TypeId::of::<#process>,
+                #erased,
+            )
+        },
+        Some(kind) => {
+            let kind = if kind == "sometimes" {
+                quote!(::cmc::PropertyKind::Sometimes)
+            } else {
+                quote!(::cmc::PropertyKind::Eventually)
+            };
+            quote! {
+                ::cmc::__private::InvariantEntry::property(
+                    #name,
+                    ::cmc::__private::TypeId::of::<#process>,
+                    #erased,
+                    #kind,
+                )
+            }
+        }
+    };
     quote! {
         #item
 
         ::cmc::__private::inventory::submit! {
-            ::cmc::__private::InvariantEntry::new(
-                #name,
-                ::cmc::__private::TypeId::of::<#process>,
-                {
-                    #outcome
-
-                    // The engine calls this with a pointer to a `World` over
-                    // the process type this entry is registered for.
-                    unsafe fn __cmc_erased(#world: *const ()) -> ::cmc::Check {
-                        #check
-                    }
-                    __cmc_erased
-                },
-            )
+            #entry
         }
     }
 }

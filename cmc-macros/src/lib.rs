@@ -296,6 +296,146 @@ pub fn invariant(args: TokenStream, input: TokenStream) -> TokenStream {
     run::invariant(args.into(), &item).into()
 }
 
+/// Registers a reachability property for every model whose processes are
+/// of the type its `World` is over: some reachable state satisfies it
+/// (`Model::sometimes` adds one to a single model). The function has the
+/// shape of a global invariant, `fn(world: &World<P>) -> bool` (or a
+/// `Result`, `Ok` meaning "holds"). The search reports a trace to a state
+/// where it holds; a complete search that never reaches one reports a
+/// `never_reached` violation.
+///
+/// ```
+/// use cmc::{Model, Verdict, World};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// struct Tally {
+///     n: u8,
+/// }
+///
+/// #[cmc::process]
+/// impl Tally {
+///     #[handler(guard = below_three)]
+///     fn bump(&mut self) {
+///         self.n += 1;
+///     }
+///
+///     fn below_three(&self) -> bool {
+///         self.n < 3
+///     }
+/// }
+///
+/// #[cmc::sometimes]
+/// fn both_at_three(world: &World<'_, Tally>) -> bool {
+///     world.processes().all(|t| t.n == 3)
+/// }
+///
+/// fn main() {
+///     let result = Model::new("tallies", 2, |_| Tally { n: 0 })
+///         .quiescence_ok(true)
+///         .check()
+///         .unwrap();
+///     assert_eq!(result.verdict, Verdict::Pass, "{:?}", result.violations);
+///     assert_eq!(result.reached[0].property, "both_at_three");
+///     assert_eq!(result.reached[0].trace.steps.len(), 6);
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn sometimes(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(input as syn::Item);
+    run::property(args.into(), &item, "sometimes").into()
+}
+
+/// Registers a liveness property for every model whose processes are of
+/// the type its `World` is over: every execution reaches a state that
+/// satisfies it (`Model::eventually` adds one to a single model). The
+/// function has the shape of a global invariant. A counterexample is a
+/// path to a cycle along which the property never holds (a *lasso*), or to
+/// a state without successor; handlers marked `#[handler(fair)]` cannot be
+/// starved by the cycle.
+///
+/// ```
+/// use cmc::{Model, Verdict, ViolationKind, World};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// struct Worker {
+///     done: bool,
+/// }
+///
+/// #[cmc::process]
+/// impl Worker {
+///     // Busy work that could go on forever.
+///     #[handler(guard = working)]
+///     fn poll(&mut self) {}
+///
+///     #[handler(guard = working)]
+///     fn finish(&mut self) {
+///         self.done = true;
+///     }
+///
+///     fn working(&self) -> bool {
+///         !self.done
+///     }
+/// }
+///
+/// #[cmc::eventually]
+/// fn all_done(world: &World<'_, Worker>) -> bool {
+///     world.processes().all(|w| w.done)
+/// }
+///
+/// fn main() {
+///     let result = Model::new("workers", 2, |_| Worker { done: false })
+///         .quiescence_ok(true)
+///         .check()
+///         .unwrap();
+///     // `poll` forever is an execution where not all are done: a lasso.
+///     assert_eq!(result.verdict, Verdict::Violation);
+///     let v = &result.violations[0];
+///     assert_eq!(v.record.kind, ViolationKind::Liveness);
+///     assert!(v.trace.loop_start.is_some());
+///
+///     // With `finish` fair, that lasso starves it (it stays enabled and
+///     // never runs): not a counterexample, and the model passes.
+///     let result = Model::new("fair_workers", 2, |_| FairWorker { done: false })
+///         .quiescence_ok(true)
+///         .check()
+///         .unwrap();
+///     assert_eq!(result.verdict, Verdict::Pass);
+/// }
+///
+/// struct FairWorker {
+///     done: bool,
+/// }
+///
+/// #[cmc::process]
+/// impl FairWorker {
+///     #[handler(guard = working)]
+///     fn poll(&mut self) {}
+///
+///     #[handler(fair, guard = working)]
+///     fn finish(&mut self) {
+///         self.done = true;
+///     }
+///
+///     fn working(&self) -> bool {
+///         !self.done
+///     }
+/// }
+///
+/// #[cmc::eventually]
+/// fn all_fair_done(world: &World<'_, FairWorker>) -> bool {
+///     world.processes().all(|w| w.done)
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn eventually(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(input as syn::Item);
+    run::property(args.into(), &item, "eventually").into()
+}
+
 /// Registers a model: a function with no arguments that returns a
 /// `cmc::Model<P>`.
 ///

@@ -54,6 +54,20 @@ pub(crate) fn invariant(args: TokenStream, item: &Item) -> TokenStream {
     }
 }
 
+/// `#[cmc::sometimes] item` or `#[cmc::eventually] item` (`kind`).
+pub(crate) fn property(args: TokenStream, item: &Item, kind: &str) -> TokenStream {
+    let mut errors = Errors::default();
+    let what = format!("#[cmc::{kind}]");
+    no_args(args, &what, &mut errors);
+    let inv = FreeFn::parse(item, &what, &mut errors)
+        .and_then(|free| validate::global_invariant(&free, &mut errors));
+    match (errors.finish(()), inv) {
+        (Ok(()), Some(inv)) => expand::property(&inv, item, kind),
+        (Err(errors), _) => expand::error(errors, item, TokenStream::new()),
+        (Ok(()), None) => unreachable!("no errors, so the property was validated"),
+    }
+}
+
 /// `#[cmc::model] item`.
 pub(crate) fn model(args: TokenStream, item: &Item) -> TokenStream {
     let mut errors = Errors::default();

@@ -28,6 +28,8 @@ pub(crate) struct Handler<'a> {
     /// Whether it takes `ctx: &mut Ctx<Self>` (otherwise only `&mut self`).
     pub(crate) takes_ctx: bool,
     pub(crate) trigger: Trigger<'a>,
+    /// `#[handler(fair)]`.
+    pub(crate) fair: bool,
     pub(crate) cfgs: &'a [&'a Attribute],
 }
 
@@ -136,6 +138,7 @@ pub(crate) fn process<'a>(
                     method: name,
                     takes_ctx,
                     trigger,
+                    fair: attr.fair,
                     cfgs: &marked.cfgs,
                 });
             }

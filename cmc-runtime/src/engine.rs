@@ -64,7 +64,7 @@ impl From<std::io::Error> for CheckError {
 }
 
 /// An event: a process's handler, or an environment event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Event {
     pub(crate) actor: usize,
     pub(crate) handler: usize,
@@ -147,6 +147,35 @@ impl Outcome {
     }
 }
 
+/// A `sometimes` or `eventually` property as the engine runs it.
+pub(crate) struct PropertyFn<P: Process> {
+    pub(crate) name: &'static str,
+    pub(crate) kind: crate::model::PropertyKind,
+    pub(crate) check: Result<fn(&World<'_, P>) -> bool, crate::registry::ErasedCheck>,
+}
+
+/// The model's properties, then the registered ones.
+pub(crate) fn property_fns<P: Process>(model: &Model<P>) -> Vec<PropertyFn<P>> {
+    model
+        .properties
+        .iter()
+        .map(|p| PropertyFn {
+            name: p.name,
+            kind: p.kind,
+            check: Ok(p.check),
+        })
+        .chain(
+            crate::registry::properties_for::<P>()
+                .into_iter()
+                .map(|(name, kind, check)| PropertyFn {
+                    name,
+                    kind,
+                    check: Err(check),
+                }),
+        )
+        .collect()
+}
+
 /// A model set up in memory: arenas, roots, the initial state.
 pub(crate) struct Engine<'m, P: Process> {
     pub(crate) model: &'m Model<P>,
@@ -159,6 +188,9 @@ pub(crate) struct Engine<'m, P: Process> {
     pub(crate) invariants: Vec<Invariant<P>>,
     /// Global invariants registered with `#[cmc::invariant]` for `P`.
     pub(crate) registered: Vec<(&'static str, crate::registry::ErasedCheck)>,
+    /// The model's `sometimes` and `eventually` properties, then the
+    /// registered ones.
+    pub(crate) properties: Vec<PropertyFn<P>>,
     pub(crate) initial: StateId,
     /// How each stored state was first reached (shared with the parent
     /// process in an isolated run, see [`crate::tree`]).
@@ -778,6 +810,21 @@ impl<'m, P: Process> Engine<'m, P> {
             };
             constructor_threads(Some(i)).map_err(SetupFailure::Violation)?;
             match built {
+                Ok(root)
+                    if std::mem::size_of::<P>() > 0
+                        && !crate::alloc::in_any_arena(root as *const u8) =>
+                {
+                    // Boxed inside the process's arena, yet outside every
+                    // arena: the program's allocator is not cmc's, so no
+                    // state would be captured or restored.
+                    return Err(SetupFailure::Error(CheckError::Model(
+                        "cmc::Allocator is not this program's global allocator, so cmc cannot \
+                         capture the processes' memory: add `#[global_allocator] static ALLOC: \
+                         cmc::Allocator = cmc::Allocator;` to the crate that checks (the binary \
+                         or test file)"
+                            .to_string(),
+                    )));
+                }
                 Ok(root) => roots.push(root),
                 Err((message, location)) => {
                     return Err(SetupFailure::Violation(ViolationRecord {
@@ -859,6 +906,7 @@ impl<'m, P: Process> Engine<'m, P> {
             handlers,
             invariants: P::invariants(),
             registered: crate::registry::invariants_for::<P>(),
+            properties: property_fns(model),
             initial,
             seed_base: None,
             changed: Vec::new(),
@@ -1404,6 +1452,42 @@ impl<'m, P: Process> Engine<'m, P> {
         found
     }
 
+    /// Whether property `k` (of [`Engine::properties`]) holds in the loaded
+    /// state; a panic in it is a violation.
+    pub(crate) fn property_holds(&self, k: usize) -> Result<bool, ViolationRecord> {
+        let _sys = system_scope();
+        let world = self.world();
+        let prop = &self.properties[k];
+        let first = self.invariants.len() + self.model.invariants.len() + self.registered.len();
+        isolate::phase(
+            isolate::IN_INVARIANT,
+            self.at,
+            u64::MAX,
+            (first + k) as u64,
+            0,
+        );
+        let result = user_code(false, || match prop.check {
+            Ok(f) => {
+                if f(&world) {
+                    Ok(())
+                } else {
+                    Err(String::new())
+                }
+            }
+            Err(erased) => crate::registry::run_erased(erased, &world),
+        });
+        match result {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(_)) => Ok(false),
+            Err((message, location)) => Err(ViolationRecord {
+                kind: ViolationKind::Panic,
+                property: prop.name.into(),
+                message,
+                location: Some(location),
+            }),
+        }
+    }
+
     /// Checks the properties of the loaded state: per-process and global
     /// invariants, and leaks when enabled.
     pub(crate) fn check_state(&self) -> Option<ViolationRecord> {
@@ -1615,6 +1699,7 @@ impl<'m, P: Process> Engine<'m, P> {
             sources: self.fp.sources.clone(),
             handlers: self.shape(),
             build: None,
+            loop_start: None,
         }
     }
 
@@ -1652,6 +1737,7 @@ impl<'m, P: Process> Names<'m, P> {
                     .into_iter()
                     .map(|(n, _)| n),
             )
+            .chain(property_fns(model).into_iter().map(|p| p.name))
             .collect();
         let source = mode
             .or(model.fingerprint)
@@ -2085,5 +2171,6 @@ pub(crate) fn bare_trace<P: Process>(
         sources: Vec::new(),
         handlers: n.shape(),
         build: None,
+        loop_start: None,
     }
 }

@@ -51,7 +51,8 @@ pub use crate::identity::StateHash;
 pub use crate::memory::FingerprintWidth;
 pub use crate::model::{
     Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
-    Invariant, Message, Model, NetworkConfig, OnFull, Process, StateHasher, Strategy, Trigger,
+    Invariant, Message, Model, NetworkConfig, OnFull, Process, Property, PropertyKind, StateHasher,
+    Strategy, Trigger,
 };
 pub use crate::replay::ReplayOutcome;
 pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
@@ -60,7 +61,7 @@ pub use crate::trace::{
     ViolationRecord, TRACE_VERSION,
 };
 pub use crate::world::World;
-pub use cmc_macros::{invariant, model, process, StateHash};
+pub use cmc_macros::{eventually, invariant, model, process, sometimes, StateHash};
 
 impl<P: Process> Model<P> {
     /// Explores the model's state space and reports what it found.

@@ -97,6 +97,8 @@ pub struct Handler<P: Process> {
     pub trigger: Trigger<P>,
     /// What it does.
     pub body: Body<P>,
+    /// Whether it runs under weak fairness (see [`Handler::fair`]).
+    pub fair: bool,
 }
 
 impl<P: Process> Handler<P> {
@@ -106,7 +108,17 @@ impl<P: Process> Handler<P> {
             name,
             trigger: Trigger::Always,
             body,
+            fair: false,
         }
+    }
+
+    /// Puts the handler under weak fairness for liveness properties
+    /// ([`Model::eventually`]): an execution in which it stays enabled in
+    /// one process forever without ever running there is not a
+    /// counterexample (`#[handler(fair)]` in a `#[cmc::process]` block).
+    pub fn fair(mut self) -> Self {
+        self.fair = true;
+        self
     }
 
     /// Enables the handler only where `guard` holds.
@@ -125,6 +137,7 @@ impl<P: Process> Handler<P> {
 impl<P: Process> Clone for Handler<P> {
     fn clone(&self) -> Self {
         Handler {
+            fair: self.fair,
             name: self.name,
             trigger: self.trigger,
             body: self.body,
@@ -197,6 +210,49 @@ impl<P: Process> Clone for GlobalInvariant<P> {
             name: self.name,
             check: self.check,
         }
+    }
+}
+
+/// What a [`Property`] asks of the model's executions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PropertyKind {
+    /// Some reachable state satisfies it: the search reports a witness,
+    /// and a complete search that never reaches one is a violation.
+    Sometimes,
+    /// Every execution reaches a state that satisfies it: a
+    /// counterexample is a path to a cycle, or to a state without
+    /// successor, along which it never holds.
+    Eventually,
+}
+
+/// A reachability or liveness property over the whole system (see
+/// [`Model::sometimes`] and [`Model::eventually`]).
+pub struct Property<P: Process> {
+    /// Its name in reports.
+    pub name: &'static str,
+    /// What it asks.
+    pub kind: PropertyKind,
+    /// Whether it holds in a state.
+    pub check: fn(&World<'_, P>) -> bool,
+}
+
+impl<P: Process> Clone for Property<P> {
+    fn clone(&self) -> Self {
+        Property {
+            name: self.name,
+            kind: self.kind,
+            check: self.check,
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for Property<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Property")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .finish()
     }
 }
 
@@ -499,6 +555,7 @@ pub struct Model<P: Process> {
     pub(crate) init: Box<dyn Fn(usize) -> P>,
     pub(crate) network: NetworkConfig,
     pub(crate) invariants: Vec<GlobalInvariant<P>>,
+    pub(crate) properties: Vec<Property<P>>,
     pub(crate) bounds: Bounds,
     pub(crate) prune: Option<Pred<P>>,
     pub(crate) priority: Option<Priority<P>>,
@@ -547,6 +604,7 @@ impl<P: Process> Model<P> {
             init: Box::new(init),
             network: NetworkConfig::default(),
             invariants: Vec::new(),
+            properties: Vec::new(),
             bounds: Bounds::default(),
             prune: None,
             priority: None,
@@ -593,6 +651,39 @@ impl<P: Process> Model<P> {
     /// Adds a global invariant.
     pub fn invariant(mut self, name: &'static str, check: fn(&World<'_, P>) -> Check) -> Self {
         self.invariants.push(GlobalInvariant::new(name, check));
+        self
+    }
+
+    /// Adds a reachability property: some reachable state satisfies
+    /// `holds`. The search reports a trace to the first such state it
+    /// finds (under breadth-first search, a shortest one); a complete
+    /// search that finds none reports the property as never reached, a
+    /// violation. `#[cmc::sometimes]` registers one for every model of the
+    /// process type.
+    pub fn sometimes(mut self, name: &'static str, holds: fn(&World<'_, P>) -> bool) -> Self {
+        self.properties.push(Property {
+            name,
+            kind: PropertyKind::Sometimes,
+            check: holds,
+        });
+        self
+    }
+
+    /// Adds a liveness property: every execution reaches a state that
+    /// satisfies `holds`. After a complete search, the states from which
+    /// the property has not held yet are searched for a cycle among them
+    /// (a *lasso*: a path into the cycle, then the cycle) or a state
+    /// without successor; either is a counterexample. Cycles that starve a
+    /// handler marked fair ([`Handler::fair`]) — it stays enabled in a
+    /// process all along the cycle and never runs there — are not.
+    /// `#[cmc::eventually]` registers one for every model of the process
+    /// type.
+    pub fn eventually(mut self, name: &'static str, holds: fn(&World<'_, P>) -> bool) -> Self {
+        self.properties.push(Property {
+            name,
+            kind: PropertyKind::Eventually,
+            check: holds,
+        });
         self
     }
 

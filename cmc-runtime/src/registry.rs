@@ -179,6 +179,9 @@ pub struct InvariantEntry {
     pub name: &'static str,
     process: fn() -> TypeId,
     check: unsafe fn(*const ()) -> Check,
+    /// `None`: an invariant (`#[cmc::invariant]`); otherwise a
+    /// `#[cmc::sometimes]` or `#[cmc::eventually]` property.
+    kind: Option<crate::model::PropertyKind>,
 }
 
 impl InvariantEntry {
@@ -196,6 +199,24 @@ impl InvariantEntry {
             name,
             process,
             check,
+            kind: None,
+        }
+    }
+
+    /// Used by `#[cmc::sometimes]` and `#[cmc::eventually]`, as
+    /// [`InvariantEntry::new`]; `check` says whether the property holds.
+    #[doc(hidden)]
+    pub const fn property(
+        name: &'static str,
+        process: fn() -> TypeId,
+        check: unsafe fn(*const ()) -> Check,
+        kind: crate::model::PropertyKind,
+    ) -> Self {
+        InvariantEntry {
+            name,
+            process,
+            check,
+            kind: Some(kind),
         }
     }
 }
@@ -207,10 +228,24 @@ pub(crate) fn invariants_for<P: Process>() -> Vec<(&'static str, ErasedCheck)> {
     let want = TypeId::of::<P>();
     let mut all: Vec<_> = inventory::iter::<InvariantEntry>
         .into_iter()
-        .filter(|e| (e.process)() == want)
+        .filter(|e| (e.process)() == want && e.kind.is_none())
         .map(|e| (e.name, e.check))
         .collect();
     all.sort_by_key(|&(name, _)| name);
+    all
+}
+
+/// The registered `sometimes` and `eventually` properties over
+/// `World<P>`, as (name, kind, check), by name.
+pub(crate) fn properties_for<P: Process>(
+) -> Vec<(&'static str, crate::model::PropertyKind, ErasedCheck)> {
+    let want = TypeId::of::<P>();
+    let mut all: Vec<_> = inventory::iter::<InvariantEntry>
+        .into_iter()
+        .filter(|e| (e.process)() == want)
+        .filter_map(|e| e.kind.map(|k| (e.name, k, e.check)))
+        .collect();
+    all.sort_by_key(|&(name, _, _)| name);
     all
 }
 

@@ -131,6 +131,37 @@ pub(crate) fn replay<P: Process>(
             changed,
         });
     }
+    // A liveness counterexample: the property it names must not hold in
+    // any state of the trace (checked as the steps run), and the trace
+    // must end where its cycle starts, or in a state without successor.
+    let liveness = match &trace.violation {
+        Some(v) if v.kind == ViolationKind::NeverReached => {
+            return Err(CheckError::Trace(format!(
+                "`{}` was never reached: that is a finding about every state, with no trace                  to replay; check the model again",
+                v.property
+            )))
+        }
+        Some(v) if v.kind == ViolationKind::Liveness => {
+            match e.properties.iter().position(|p| p.name == v.property) {
+                Some(k) => Some((k, v.clone())),
+                None => {
+                    return Ok(ReplayOutcome::Misfit {
+                        step: 0,
+                        message: format!("the model has no property `{}`", v.property),
+                        changed,
+                    })
+                }
+            }
+        }
+        _ => None,
+    };
+    let holds = |e: &Engine<'_, P>, k: usize| e.property_holds(k).unwrap_or(true);
+    if let Some((k, _)) = &liveness {
+        if holds(&e, *k) {
+            return Ok(ReplayOutcome::NoViolation);
+        }
+    }
+    let mut prints = vec![initial.clone()];
     let count = e.roots.len();
     // The state each step starts from (see `Engine::build_trace`).
     let mut pre = e.initial;
@@ -305,6 +336,23 @@ pub(crate) fn replay<P: Process>(
         if crate::progress::replay_stop() == Some(k + 1) {
             return Ok(ReplayOutcome::Stopped { step: k + 1 });
         }
+        if let Some((p, _)) = &liveness {
+            if holds(&e, *p) {
+                return Ok(ReplayOutcome::NoViolation);
+            }
+        }
+        prints.push(print);
+    }
+    if let Some((_, record)) = liveness {
+        let ends = match trace.loop_start {
+            Some(l) => l < prints.len() && prints.last() == prints.get(l),
+            None => e.enabled().is_ok_and(|events| events.is_empty()),
+        };
+        return Ok(if ends {
+            ReplayOutcome::Reproduced(record)
+        } else {
+            ReplayOutcome::NoViolation
+        });
     }
     if let Some(record) = e.check_state() {
         return Ok(ReplayOutcome::Reproduced(record));

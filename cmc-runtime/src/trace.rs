@@ -34,6 +34,13 @@ pub enum ViolationKind {
     /// The model broke a rule of the environment's (the network bound) or
     /// of cmc's (a thread of a handler still running when it returned).
     ModelError,
+    /// A complete search never reached a state where a `sometimes`
+    /// property holds.
+    NeverReached,
+    /// An execution never reaches a state where an `eventually` property
+    /// holds: the trace ends in a cycle (from [`Trace::loop_start`]) or in
+    /// a state without successor.
+    Liveness,
 }
 
 impl ViolationKind {
@@ -49,6 +56,8 @@ impl ViolationKind {
             ViolationKind::Leak => "leak",
             ViolationKind::Nondeterminism => "nondeterminism",
             ViolationKind::ModelError => "model_error",
+            ViolationKind::NeverReached => "never_reached",
+            ViolationKind::Liveness => "liveness",
         }
     }
 }
@@ -191,6 +200,12 @@ pub struct Trace {
     /// `cargo cmc replay` rebuilds it the same way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildInfo>,
+    /// For a lasso (a liveness counterexample that ends in a cycle): the
+    /// number of steps before the cycle. The state after the last step is
+    /// the state after the first `loop_start` steps, and the steps from
+    /// there on repeat forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_start: Option<usize>,
 }
 
 /// How the program a trace comes from was built (recorded by `cargo cmc`).
@@ -264,6 +279,12 @@ impl fmt::Display for Trace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "trace of {} ({} steps):", self.model, self.steps.len())?;
         for (i, step) in self.steps.iter().enumerate() {
+            if self.loop_start == Some(i) {
+                writeln!(
+                    f,
+                    "  ── the cycle: from here, these steps repeat forever ──"
+                )?;
+            }
             write!(f, "  {:>3}. {} {}", i + 1, step.actor, step.handler)?;
             if !step.choices.is_empty() {
                 write!(f, " choices={:?}", step.choices)?;
@@ -305,6 +326,12 @@ impl fmt::Display for Trace {
                     after.replace('\n', "\n               ")
                 )?;
             }
+        }
+        if let Some(l) = self.loop_start {
+            writeln!(
+                f,
+                "  ── back to the state after step {l}: the cycle repeats ──"
+            )?;
         }
         if let Some(v) = &self.violation {
             writeln!(f, "  {v}")?;
@@ -406,6 +433,14 @@ pub struct Stats {
     /// Worker processes that searched (0 or 1: the search ran alone).
     #[serde(default)]
     pub jobs: usize,
+    /// Whether the search covered every reachable state (no bound, no
+    /// interruption, no violation that stopped it).
+    #[serde(default)]
+    pub complete: bool,
+    /// Transitions run to check `eventually` properties after the search
+    /// (not counted in `transitions`).
+    #[serde(default)]
+    pub liveness_transitions: u64,
 }
 
 impl Stats {
@@ -413,6 +448,16 @@ impl Stats {
     pub fn states_per_second(&self) -> f64 {
         self.unique as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
+}
+
+/// A `sometimes` property and a trace to a state where it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reached {
+    /// The property's name.
+    pub property: String,
+    /// The steps to the state (its record's kind is `never_reached`'s
+    /// opposite: the trace's `violation` is `None`).
+    pub trace: Trace,
 }
 
 /// The result of checking a model.
@@ -424,6 +469,10 @@ pub struct CheckResult {
     pub verdict: Verdict,
     /// The violations found (at most one unless keep-going).
     pub violations: Vec<Violation>,
+    /// The `sometimes` properties the search reached, each with a trace
+    /// to the first state where it held.
+    #[serde(default)]
+    pub reached: Vec<Reached>,
     /// Statistics.
     pub stats: Stats,
     /// The source of identity each type of the model was fingerprinted
@@ -445,18 +494,8 @@ impl CheckResult {
         } else {
             String::new()
         };
-        let jobs = if self.stats.replayed > 0 {
-            format!(
-                " jobs={} (replayed {} steps to share work)",
-                self.stats.jobs, self.stats.replayed
-            )
-        } else if self.stats.jobs > 1 {
-            format!(" jobs={}", self.stats.jobs)
-        } else {
-            String::new()
-        };
         format!(
-            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}{jobs}",
+            "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}",
             self.model,
             self.verdict,
             self.stats.unique,

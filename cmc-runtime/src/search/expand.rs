@@ -441,6 +441,9 @@ impl<P: Process> Search<'_, '_, P> {
             return (ranges, drew);
         }
         let priority = self.priority();
+        if !self.unreached.is_empty() {
+            self.note_sometimes(node, succ);
+        }
         self.frontier.push(
             Item {
                 node,

@@ -9,6 +9,7 @@
 mod expand;
 mod frontier;
 pub(crate) mod parallel;
+mod properties;
 mod walk;
 
 use std::collections::HashSet;
@@ -60,6 +61,11 @@ struct Search<'e, 'm, P: Process> {
     /// Set by a violation after which the search cannot go on, even with
     /// keep-going: a thread of user code outlived its handler.
     halted: bool,
+    /// The `sometimes` properties (indices into the engine's) this search
+    /// has not seen hold yet.
+    unreached: Vec<usize>,
+    /// Those it has, with their witnesses.
+    reached: Vec<crate::trace::Reached>,
 }
 
 /// The visited set: this process's own, or the one the workers of a
@@ -143,13 +149,23 @@ impl<P: Process> Search<'_, '_, P> {
             if let Some(budget) = self.budget {
                 let rss = crate::progress::resident_bytes();
                 if rss > budget {
+                    let workers = self.par.map_or(1, |p| p.coord.workers as u64);
                     self.bounded = true;
-                    self.bounded_by = Some(format!(
-                        "the memory budget ({}) was reached: the search process holds {} \
-                         (--max-memory changes it)",
-                        human_bytes(budget),
-                        human_bytes(rss)
-                    ));
+                    self.bounded_by = Some(if workers > 1 {
+                        format!(
+                            "the memory budget ({}) was reached: a worker holds {}, its share \
+                             with {workers} workers (--max-memory changes it)",
+                            human_bytes(budget * workers),
+                            human_bytes(rss)
+                        )
+                    } else {
+                        format!(
+                            "the memory budget ({}) was reached: the search process holds {} \
+                             (--max-memory changes it)",
+                            human_bytes(budget),
+                            human_bytes(rss)
+                        )
+                    });
                     return true;
                 }
             }
@@ -223,6 +239,9 @@ impl<P: Process> Search<'_, '_, P> {
             }
             return;
         }
+        if claimed && !self.unreached.is_empty() {
+            self.note_sometimes(root, initial);
+        }
         if self.engine.model.strategy == Strategy::Walk {
             self.walk(root, fp);
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
@@ -279,6 +298,24 @@ impl<P: Process> Search<'_, '_, P> {
         while let Some(item) = self.frontier.pop() {
             self.engine.mem.release(item.state);
         }
+    }
+
+    /// The liveness check alone, after a parallel search.
+    fn run_liveness_only(&mut self) {
+        let Some(root) = self.engine.record_node(
+            NO_PARENT,
+            Event {
+                actor: ENV,
+                handler: 0,
+            },
+            &[],
+            0,
+        ) else {
+            return;
+        };
+        self.root = root;
+        self.liveness();
+        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
     }
 
     fn maybe_report_progress(&mut self) {
@@ -351,12 +388,16 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     if model.workers() > 1 {
         return parallel::check(model);
     }
-    search(model, None)
+    search(model, None, false)
 }
 
 /// Checks a model in this process, alone or as one worker of a parallel
 /// search.
-fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckResult, CheckError> {
+fn search<P: Process>(
+    model: &Model<P>,
+    par: Option<Par<'_>>,
+    liveness_only: bool,
+) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     settings(model)?;
     let mut engine = match Engine::new(model, model.fingerprint) {
@@ -379,6 +420,7 @@ fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckRes
                 sources: Vec::new(),
                 handlers: String::new(),
                 build: None,
+                loop_start: None,
             };
             return Ok(CheckResult {
                 model: model.name.clone(),
@@ -390,10 +432,16 @@ fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckRes
                 },
                 sources: Vec::new(),
                 stopped: None,
+                reached: Vec::new(),
             });
         }
     };
+    let unreached = (0..engine.properties.len())
+        .filter(|&k| engine.properties[k].kind == crate::model::PropertyKind::Sometimes)
+        .collect();
     let mut search = Search {
+        unreached,
+        reached: Vec::new(),
         visited: match par {
             Some(par) => Seen::Shared(&par.coord.visited, false),
             None => Seen::Local(Visited::new(model.width)),
@@ -428,11 +476,27 @@ fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckRes
         halted: false,
         engine: &mut engine,
     };
-    search.run();
+    let complete = if liveness_only {
+        search.run_liveness_only();
+        true
+    } else {
+        search.run();
+        let complete = search.fatal.is_none()
+            && !search.halted
+            && !search.bounded
+            && search.interrupted.is_none()
+            && (search.violations.is_empty() || model.keep_going);
+        // A parallel search checks liveness once its workers are done.
+        if complete && par.is_none() {
+            search.liveness();
+        }
+        complete
+    };
     if let Some(e) = search.fatal.take() {
         return Err(e);
     }
     let mut stats = search.stats;
+    stats.complete = complete;
     let mem_stats = search.engine.mem.stats();
     stats.pages = mem_stats.pages;
     stats.page_bytes = mem_stats.page_bytes;
@@ -452,14 +516,51 @@ fn search<P: Process>(model: &Model<P>, par: Option<Par<'_>>) -> Result<CheckRes
     } else {
         Verdict::Pass
     };
-    Ok(CheckResult {
+    let mut result = CheckResult {
         model: model.name.clone(),
         verdict,
         violations: search.violations,
+        reached: search.reached,
         stats,
         sources: engine.fp.sources.clone(),
         stopped,
-    })
+    };
+    if par.is_none() && !liveness_only {
+        never_reached(model, &mut result);
+    }
+    Ok(result)
+}
+
+/// After a complete search, every `sometimes` property that was never
+/// reached is a violation.
+pub(super) fn never_reached<P: Process>(model: &Model<P>, result: &mut CheckResult) {
+    if !result.stats.complete {
+        return;
+    }
+    let names = Names::of(model, model.fingerprint);
+    for p in crate::engine::property_fns(model) {
+        if p.kind != crate::model::PropertyKind::Sometimes
+            || result.reached.iter().any(|r| r.property == p.name)
+            || result
+                .violations
+                .iter()
+                .any(|v| v.record.property == p.name)
+        {
+            continue;
+        }
+        let record = ViolationRecord {
+            kind: ViolationKind::NeverReached,
+            property: p.name.into(),
+            message: format!(
+                "no reachable state satisfies `{}` (the search was complete)",
+                p.name
+            ),
+            location: None,
+        };
+        let trace = bare_trace(&names, &[], record.clone());
+        result.violations.push(Violation { record, trace });
+        result.verdict = Verdict::Violation;
+    }
 }
 
 /// [`check`] in a child process: a crash, an exit or a hang in user code
@@ -599,6 +700,7 @@ fn ended_result<P: Process>(
         model: model.name.clone(),
         verdict,
         violations,
+        reached: Vec::new(),
         stats,
         sources: Vec::new(),
         stopped,

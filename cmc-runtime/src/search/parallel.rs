@@ -569,7 +569,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 coord: &coord,
                 worker,
             };
-            let result = super::search(model, Some(par)).map_err(|e| e.to_string());
+            let result = super::search(model, Some(par), false).map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         },
         || coord.halt(),
@@ -588,7 +588,37 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
             ChildEnd::Ended(ended) => parts.push(super::ended_result(model, watch, ended, start)?),
         }
     }
+    let complete = parts.len() == jobs && parts.iter().all(|p| p.stats.complete);
     let mut merged = merge(model, parts);
+    merged.stats.complete = complete;
+    let eventually = crate::engine::property_fns(model)
+        .iter()
+        .any(|p| p.kind == crate::model::PropertyKind::Eventually);
+    if complete && eventually {
+        // Liveness needs the graph in one process: one more child checks
+        // it, as a one-worker search would after its search.
+        let live = match isolate::run_in_child(watch, || {
+            let result = super::search(model, None, true).map_err(|e| e.to_string());
+            serde_json::to_string(&result).expect("a result always serialises")
+        })
+        .map_err(|e| CheckError::Isolation(format!("cannot start the liveness check: {e}")))?
+        {
+            ChildEnd::Finished(text) => {
+                let result: Result<CheckResult, String> =
+                    serde_json::from_str(&text).map_err(|e| {
+                        CheckError::Isolation(format!("unreadable liveness result: {e}"))
+                    })?;
+                result.map_err(CheckError::Isolation)?
+            }
+            ChildEnd::Ended(ended) => super::ended_result(model, watch, ended, start)?,
+        };
+        merged.stats.liveness_transitions += live.stats.liveness_transitions;
+        if !live.violations.is_empty() {
+            merged.verdict = Verdict::Violation;
+        }
+        merged.violations.extend(live.violations);
+    }
+    super::never_reached(model, &mut merged);
     if model.strategy == Strategy::Walk {
         merged.stats.unique = coord.sketch_estimate();
     } else if merged.verdict == Verdict::Pass {
@@ -610,6 +640,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
 fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
     let mut stats = Stats::default();
     let mut violations: Vec<crate::trace::Violation> = Vec::new();
+    let mut reached: Vec<crate::trace::Reached> = Vec::new();
     let mut stopped = None;
     let mut sources = Vec::new();
     let rank = |v: Verdict| match v {
@@ -632,6 +663,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.page_bytes += s.page_bytes;
         stats.peak_memory_bytes += s.peak_memory_bytes;
         stats.walks += s.walks;
+        stats.liveness_transitions += s.liveness_transitions;
         stats.fingerprint = stats.fingerprint.or(s.fingerprint);
         if rank(part.verdict) > rank(verdict) {
             verdict = part.verdict;
@@ -641,6 +673,16 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         }
         if sources.is_empty() {
             sources = part.sources;
+        }
+        for r in part.reached {
+            match reached
+                .iter_mut()
+                .find(|x: &&mut crate::trace::Reached| x.property == r.property)
+            {
+                Some(x) if r.trace.steps.len() < x.trace.steps.len() => *x = r,
+                Some(_) => {}
+                None => reached.push(r),
+            }
         }
         for v in part.violations {
             let key = |x: &crate::trace::Violation| {
@@ -664,6 +706,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         model: model.name.clone(),
         verdict,
         violations,
+        reached,
         stats,
         sources,
         stopped,
