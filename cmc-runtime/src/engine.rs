@@ -811,8 +811,7 @@ impl<'m, P: Process> Engine<'m, P> {
             constructor_threads(Some(i)).map_err(SetupFailure::Violation)?;
             match built {
                 Ok(root)
-                    if std::mem::size_of::<P>() > 0
-                        && !crate::alloc::in_any_arena(root as *const u8) =>
+                    if size_of::<P>() > 0 && !crate::alloc::in_any_arena(root as *const u8) =>
                 {
                     // Boxed inside the process's arena, yet outside every
                     // arena: the program's allocator is not cmc's, so no
