@@ -92,6 +92,55 @@ impl Graph {
         steps
     }
 
+    /// The state nearest to the initial one (by the edges known so far)
+    /// that satisfies `want`.
+    fn nearest(&self, want: impl Fn(u32) -> bool) -> Option<u32> {
+        let mut seen = vec![false; self.low.len()];
+        let mut queue = VecDeque::from([0u32]);
+        seen[0] = true;
+        while let Some(at) = queue.pop_front() {
+            if want(at) {
+                return Some(at);
+            }
+            for &(next, _) in &self.out[at as usize] {
+                if !seen[next as usize] {
+                    seen[next as usize] = true;
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
+    }
+
+    /// A shortest path (by the edges known so far) from the initial state
+    /// to `to`.
+    fn shortest(&self, to: u32) -> Option<Vec<RawStep>> {
+        let mut prev: Vec<Option<(u32, u32)>> = vec![None; self.low.len()];
+        let mut seen = vec![false; self.low.len()];
+        let mut queue = VecDeque::from([0u32]);
+        seen[0] = true;
+        while let Some(at) = queue.pop_front() {
+            if at == to {
+                let mut steps = Vec::new();
+                let mut cur = at;
+                while let Some((p, step)) = prev[cur as usize] {
+                    steps.push(self.steps[step as usize].clone());
+                    cur = p;
+                }
+                steps.reverse();
+                return Some(steps);
+            }
+            for &(next, step) in &self.out[at as usize] {
+                if !seen[next as usize] {
+                    seen[next as usize] = true;
+                    prev[next as usize] = Some((at, step));
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
+    }
+
     /// A shortest path inside `scc` (a membership table) from `from` to a
     /// state satisfying `to`, taking at least one edge; its steps and end.
     fn path_within(
@@ -301,16 +350,23 @@ impl<P: Process> Search<'_, '_, P> {
         let mut stack: Vec<Frame> = Vec::new();
         let mut next_index = 0u32;
         let root = self.root;
-        let found = 'search: {
+        // The whole pending graph is explored, so that the counterexample
+        // shown is the one nearest to the initial state: states without
+        // successor, and the components with a fair cycle (by the index
+        // of their list in `fair_sccs`).
+        let mut terminal: Vec<bool> = Vec::new();
+        let mut in_fair_scc: Vec<u32> = Vec::new();
+        let mut fair_sccs: Vec<Vec<u32>> = Vec::new();
+        let complete = 'search: {
             let push = |g: &mut Graph,
                         s: &mut Self,
                         stack: &mut Vec<Frame>,
+                        terminal: &mut Vec<bool>,
                         next_index: &mut u32,
                         state: StateId,
                         fp: Fingerprint,
                         parent: Option<(u32, u32)>,
-                        node: u32|
-             -> Option<u32> {
+                        node: u32| {
                 let idx = *next_index;
                 *next_index += 1;
                 g.index.insert(fp.0, idx);
@@ -322,29 +378,27 @@ impl<P: Process> Search<'_, '_, P> {
                 g.tarjan.push(idx);
                 let (succ, enabled_fair) = s.successors(state, node, &fair);
                 g.enabled_fair.push(enabled_fair);
-                let terminal = succ.is_empty();
+                terminal.push(succ.is_empty());
                 stack.push(Frame {
                     idx,
                     state,
                     succ: succ.into_iter(),
                 });
-                terminal.then_some(idx)
             };
-            if let Some(end) = push(
+            push(
                 &mut g,
                 self,
                 &mut stack,
+                &mut terminal,
                 &mut next_index,
                 initial,
                 fp,
                 None,
                 root,
-            ) {
-                break 'search Some((end, None));
-            }
+            );
             while let Some(frame) = stack.last_mut() {
                 if self.stop_requested() {
-                    break 'search None;
+                    break 'search false;
                 }
                 let from = frame.idx;
                 if let Some((step, succ, fp)) = frame.succ.next() {
@@ -370,22 +424,21 @@ impl<P: Process> Search<'_, '_, P> {
                         e.record_node(parent_node, step.event, &step.choices, step.seed)
                     else {
                         e.mem.release(succ);
-                        break 'search None;
+                        break 'search false;
                     };
                     let to = next_index;
                     g.out[from as usize].push((to, sid));
-                    if let Some(end) = push(
+                    push(
                         &mut g,
                         self,
                         &mut stack,
+                        &mut terminal,
                         &mut next_index,
                         succ,
                         fp,
                         Some((from, sid)),
                         node,
-                    ) {
-                        break 'search Some((end, None));
-                    }
+                    );
                     continue;
                 }
                 // Every successor seen: close the frame.
@@ -410,19 +463,39 @@ impl<P: Process> Search<'_, '_, P> {
                 for &m in &members {
                     g.on_stack[m as usize] = false;
                 }
-                if let Some(cycle) = fair_cycle(&g, &members, v, fair.len()) {
-                    break 'search Some((v, Some(cycle)));
+                if fair_cycle(&g, &members, v, fair.len()).is_some() {
+                    in_fair_scc.resize(g.low.len(), u32::MAX);
+                    for &m in &members {
+                        in_fair_scc[m as usize] = fair_sccs.len() as u32;
+                    }
+                    fair_sccs.push(members);
                 }
             }
-            None
+            true
         };
         for frame in stack.drain(..) {
             self.engine.mem.release(frame.state);
         }
-        let Some((at, cycle)) = found else {
+        if !complete {
+            return;
+        }
+        in_fair_scc.resize(g.low.len(), u32::MAX);
+        // The counterexample nearest to the initial state: a state without
+        // successor, or the entry into a fair component (then round it
+        // from there).
+        let Some(at) = g.nearest(|x| terminal[x as usize] || in_fair_scc[x as usize] != u32::MAX)
+        else {
             return;
         };
+        let cycle = (!terminal[at as usize]).then(|| {
+            let members = &fair_sccs[in_fair_scc[at as usize] as usize];
+            fair_cycle(&g, members, at, fair.len())
+                .expect("a component with a fair cycle has one through each state")
+        });
         let mut steps = g.stem(at);
+        if let Some(path) = g.shortest(at) {
+            steps = path;
+        }
         let stem = steps.len();
         let message = match &cycle {
             Some(cycle) => {

@@ -47,7 +47,9 @@ impl Endpoint {
     }
 
     /// Every pending message for this process is a separate successor.
-    #[handler(guard = Self::has_mail)]
+    /// `fair`: an execution does not leave mail unread forever (this
+    /// matters only to liveness properties, see "Properties").
+    #[handler(fair, guard = Self::has_mail)]
     fn receive(&mut self, ctx: &mut cmc::Ctx<'_, Self>) {
         match ctx.recv() {
             Some((from, Msg::Data { seq, value })) => {

@@ -17,6 +17,40 @@ fn delivered_in_order(world: &cmc::World<'_, Endpoint>) -> Result<(), String> {
 }
 // ANCHOR_END: global
 
+// ANCHOR: sometimes
+/// The receiver can log both values: a witness is reported, and a complete
+/// search that never gets there fails.
+#[cmc::sometimes]
+fn both_values_logged(world: &cmc::World<'_, Endpoint>) -> bool {
+    world.process(1).log_len() == 2
+}
+// ANCHOR_END: sometimes
+
+// ANCHOR: eventually
+/// Whatever happens, the receiver eventually logs both values?
+fn all_delivered(world: &cmc::World<'_, Endpoint>) -> bool {
+    world.process(1).log_len() == 2
+}
+
+/// Over a lossy link: no. The network may lose every retransmission, and
+/// the check shows a lasso that does just that.
+#[cmc::model]
+pub fn lossy_link_delivers() -> cmc::Model<Endpoint> {
+    crate::lossy::lossy_link().eventually("all_delivered", all_delivered)
+}
+
+/// Over a reliable link: yes, because `receive` is fair. (Without
+/// `fair`, the sender could retransmit forever while the receiver never
+/// reads its mail: a lasso too.)
+#[cmc::model]
+pub fn reliable_link_delivers() -> cmc::Model<Endpoint> {
+    cmc::Model::new("reliable_link", 2, |_| Endpoint::default())
+        .network(cmc::NetworkConfig::new().capacity(2))
+        .quiescence_ok(true)
+        .eventually("all_delivered", all_delivered)
+}
+// ANCHOR_END: eventually
+
 // ANCHOR: leak
 /// A process that forgets to free what it allocates.
 #[derive(Debug, Default)]

@@ -23,6 +23,42 @@ fn the_lossy_link_delivers_in_order() {
         r.violations.first().map(|v| v.to_string())
     );
     assert_eq!(r.stats.unique, LOSSY_STATES);
+    // The registered `sometimes` property: both values can be logged.
+    assert_eq!(r.reached.len(), 1);
+    assert_eq!(r.reached[0].property, "both_values_logged");
+}
+
+/// Pinned: the chapter "Properties" quotes the lasso's shape.
+#[test]
+fn delivery_is_live_over_a_reliable_link_only() {
+    let r = tutorial::properties::lossy_link_delivers()
+        .strategy(Strategy::Bfs)
+        .check()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0];
+    assert_eq!(v.record.kind, ViolationKind::Liveness);
+    // Send, then lose and retransmit forever.
+    assert_eq!(
+        (v.trace.steps.len(), v.trace.loop_start),
+        (3, Some(1)),
+        "{v}"
+    );
+    assert_eq!(
+        tutorial::properties::lossy_link_delivers()
+            .replay(&v.trace)
+            .unwrap(),
+        ReplayOutcome::Reproduced(v.record.clone())
+    );
+    let r = tutorial::properties::reliable_link_delivers()
+        .check()
+        .unwrap();
+    assert_eq!(
+        r.verdict,
+        Verdict::Pass,
+        "{:?}",
+        r.violations.first().map(|v| v.to_string())
+    );
 }
 
 /// Pinned: the chapter "Writing models" quotes it.
