@@ -1,6 +1,9 @@
 //! Engine throughput on models with known state counts: unique states per
-//! second and transitions per second, printed as `bench <name> <value> <unit>`.
-//! `CMC_BENCH_QUICK=1` runs smaller models.
+//! second and transitions per second, printed as `bench <name> <value> <unit>`;
+//! and the speed-up of a search on all cores (`Model::jobs`) over one,
+//! wall-clock, as `bench engine parallel model=… jobs=… one_s=… many_s=… speedup=…`.
+//! `CMC_BENCH_QUICK=1` runs smaller models. (Two-phase commit against
+//! stateright's threads: `benches/vs-stateright`, mode `jobs`.)
 
 use std::time::Instant;
 
@@ -61,6 +64,33 @@ impl Process for Ring {
     }
 }
 
+/// The counters model with one worker and with one per core: the same
+/// count, and the wall-clock speed-up.
+fn parallel(quick: bool) {
+    let (n, m) = if quick { (4, 10) } else { (5, 12) };
+    let jobs = std::thread::available_parallelism()
+        .map_or(2, |p| p.get())
+        .max(2);
+    let model = || {
+        Model::new("counters", n, move |_| Counter {
+            value: 0,
+            modulo: m as u32,
+        })
+    };
+    let time = |jobs: usize| {
+        let start = Instant::now();
+        let r = model().jobs(jobs).check().expect("the model checks");
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert_eq!(r.stats.unique, (m as u64).pow(n as u32));
+        start.elapsed().as_secs_f64()
+    };
+    let (one, many) = (time(1), time(jobs));
+    println!(
+        "bench engine parallel model=counters_{n}x{m} jobs={jobs} one_s={one:.3} many_s={many:.3} speedup={:.2}",
+        one / many
+    );
+}
+
 fn report<P: Process>(name: &str, model: Model<P>, expected: Option<u64>) {
     let start = Instant::now();
     let r = model.check().expect("the model checks");
@@ -95,6 +125,7 @@ fn main() {
         }),
         Some((m as u64).pow(n as u32)),
     );
+    parallel(quick);
     let ring = if quick { 3 } else { 4 };
     report(
         &format!("ring_{ring}"),
