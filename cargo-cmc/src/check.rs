@@ -7,7 +7,9 @@ use anyhow::{bail, Context, Result};
 use cmc::registry::RunOptions;
 use cmc::{CheckResult, FingerprintMode, FingerprintWidth, Strategy};
 
-use crate::cli::{BitsArg, CheckArgs, FingerprintArg, StrategyArg, FAILURE, OK, VIOLATION};
+use crate::cli::{
+    BitsArg, CheckArgs, FingerprintArg, StrategyArg, FAILURE, INCOMPLETE, OK, VIOLATION,
+};
 use crate::output::{Output, Saved};
 use crate::project::Project;
 
@@ -191,35 +193,53 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
     let options = options(&args)?;
     let project = crate::project::discover(&args.project)?;
     let built = crate::harness::build_all(&project)?;
+    let all: Vec<&String> = built
+        .iter()
+        .flat_map(|(_, m)| m.iter().map(|m| &m.path))
+        .collect();
+    for pattern in args.models.iter().chain(&args.exclude) {
+        if !all.iter().any(|p| selects(pattern, p)) {
+            let near: Vec<&str> = all
+                .iter()
+                .filter(|p| p.contains(pattern.trim_matches('*')))
+                .map(|p| p.as_str())
+                .collect();
+            let hint = if near.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (it is part of {}: name a model by its full path or its last segments, \
+                     or use a glob such as `*{}*`)",
+                    near.join(", "),
+                    pattern.trim_matches('*')
+                )
+            };
+            bail!(
+                "--model `{pattern}` matches none of the models{hint}; the models: {}",
+                all.iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
     let selected: Vec<(&crate::harness::Harness, &String)> = built
         .iter()
         .flat_map(|(h, models)| models.iter().map(move |m| (h, &m.path)))
         .filter(|(_, path)| {
-            args.models.is_empty() || args.models.iter().any(|m| path.contains(m.as_str()))
+            (args.models.is_empty() || args.models.iter().any(|m| selects(m, path)))
+                && !args.exclude.iter().any(|m| selects(m, path))
         })
         .collect();
     if selected.is_empty() {
-        let all: Vec<&String> = built
-            .iter()
-            .flat_map(|(_, m)| m.iter().map(|m| &m.path))
-            .collect();
-        bail!(
-            "--model {} matches none of the models: {}",
-            args.models
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            all.iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        bail!("--exclude leaves no model to check");
     }
     let options_json = serde_json::to_string(&options).context("options serialise")?;
     let mut out = Output::new(args.message_format, args.verbose);
+    let json = args.message_format == crate::cli::MessageFormat::Json;
     let mut violation = false;
     let mut failed = false;
+    let mut incomplete = false;
     let mut emitted = false;
     for (harness, model) in selected {
         if crate::harness::caught().is_some() {
@@ -271,32 +291,159 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
                 .find(|p| p.name == harness.package)
                 .context("the harness's package")?;
             crate::emit::write(file, pkg, &result.model, &v.trace)?;
-            eprintln!(
-                "cmc: wrote a regression test for {} to {}",
-                result.model,
-                file.display()
+            crate::cli::report_warning(
+                json,
+                &format!(
+                    "wrote a regression test for {} to {}",
+                    result.model,
+                    file.display()
+                ),
             );
             emitted = true;
         }
         violation |= !result.violations.is_empty();
         failed |= result.verdict == cmc::Verdict::Interrupted;
+        incomplete |= result.verdict == cmc::Verdict::Bounded;
     }
     if let Some(signal) = crate::harness::caught() {
-        eprintln!("cmc: stopped by signal {signal}; the traces found so far are saved");
+        crate::cli::report_warning(
+            json,
+            &format!("stopped by signal {signal}; the traces found so far are saved"),
+        );
         return Ok(128 + signal as u8);
     }
     if args.emit_test.is_some() && !emitted {
-        eprintln!("cmc: no counterexample, so no regression test was written");
+        crate::cli::report_warning(json, "no counterexample, so no regression test was written");
+    }
+    if incomplete && args.require_complete && !failed && !violation {
+        crate::cli::report_warning(
+            json,
+            "a search ended bounded, and --require-complete asks for complete ones (exit 3)",
+        );
     }
     Ok(if failed {
         FAILURE
     } else if violation {
         VIOLATION
+    } else if incomplete && args.require_complete {
+        INCOMPLETE
     } else {
         OK
     })
 }
 
+/// Whether `pattern` (of --model or --exclude) names the model at `path`:
+/// the full path, or its last `::` segments, or a glob (`*`, `?`) over
+/// either.
+pub(crate) fn selects(pattern: &str, path: &str) -> bool {
+    let glob = pattern.contains(['*', '?']);
+    let mut tails = vec![path];
+    let mut at = 0;
+    while let Some(i) = path[at..].find("::") {
+        at += i + 2;
+        tails.push(&path[at..]);
+    }
+    tails.iter().any(|tail| {
+        if glob {
+            glob_match(pattern.as_bytes(), tail.as_bytes())
+        } else {
+            *tail == pattern
+        }
+    })
+}
+
+/// `*` matches any run of characters, `?` one character.
+fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
 pub(crate) fn traces_dir(project: &Project) -> PathBuf {
     project.target_dir.join("cmc").join("traces")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{glob_match, selects};
+
+    #[test]
+    fn a_model_is_named_exactly_or_by_a_glob() {
+        let path = "aodv::models::aodv_4_line";
+        for yes in [
+            "aodv::models::aodv_4_line",
+            "models::aodv_4_line",
+            "aodv_4_line",
+            "aodv_4_*",
+            "*4_line",
+            "aodv::*",
+            "aodv_?_line",
+        ] {
+            assert!(selects(yes, path), "{yes}");
+        }
+        for no in [
+            "aodv_4",
+            "4_line",
+            "line",
+            "aodv_4_line_dup",
+            "odv_4_line",
+            "aodv_3_*",
+        ] {
+            assert!(!selects(no, path), "{no}");
+        }
+        assert!(selects("abp_3_payloads", "abp::abp_3_payloads"));
+        assert!(!selects("abp_3_payloads", "abp::abp_3_payloads_dup"));
+    }
+
+    /// The glob matcher against a naive recursive one on every short
+    /// pattern and text over a small alphabet.
+    #[test]
+    fn globs_match_like_the_naive_definition() {
+        fn naive(p: &[u8], t: &[u8]) -> bool {
+            match p.split_first() {
+                None => t.is_empty(),
+                Some((b'*', rest)) => (0..=t.len()).any(|i| naive(rest, &t[i..])),
+                Some((&c, rest)) => {
+                    t.first().is_some_and(|&x| c == b'?' || c == x) && naive(rest, &t[1..])
+                }
+            }
+        }
+        let words = |n: usize, alphabet: &[u8]| {
+            let mut all: Vec<Vec<u8>> = vec![Vec::new()];
+            for len in 1..=n {
+                let mut w = vec![0usize; len];
+                loop {
+                    all.push(w.iter().map(|&i| alphabet[i]).collect());
+                    let Some(k) = w.iter().rposition(|&i| i + 1 < alphabet.len()) else {
+                        break;
+                    };
+                    w[k] += 1;
+                    for x in &mut w[k + 1..] {
+                        *x = 0;
+                    }
+                }
+            }
+            all
+        };
+        for p in words(4, b"ab*?") {
+            for t in words(4, b"ab") {
+                assert_eq!(glob_match(&p, &t), naive(&p, &t), "{p:?} {t:?}");
+            }
+        }
+    }
 }

@@ -11,6 +11,8 @@ pub(crate) const VIOLATION: u8 = 1;
 pub(crate) const FAILURE: u8 = 2;
 /// `cargo cmc replay`: the trace ends in another violation than it recorded.
 pub(crate) const OTHER_VIOLATION: u8 = 3;
+/// `check --require-complete`: a search ended bounded, without a violation.
+pub(crate) const INCOMPLETE: u8 = 3;
 /// `cargo cmc replay`: the replay diverged (a step is not enabled or
 /// reaches another state than recorded) and the program changed since the
 /// trace was recorded (or the trace does not record enough to tell).
@@ -38,6 +40,8 @@ struct Cmc {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Make a check crate (`cmc/`) in an existing crate, with a sample model.
+    Init(InitArgs),
     /// Check models and report violations with replayable traces.
     Check(CheckArgs),
     /// List the models, one full path per line.
@@ -50,6 +54,17 @@ program changed; 5 it diverges with the same sources (hidden nondeterminism); 6 
 does not fit the model; 2 a tool error."
     )]
     Replay(ReplayArgs),
+}
+
+/// `cargo cmc init`.
+#[derive(Args, Debug)]
+pub(crate) struct InitArgs {
+    /// Path to the Cargo.toml of the crate to check.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) manifest_path: Option<PathBuf>,
+    /// Where to put the check crate, relative to the crate's directory.
+    #[arg(long, value_name = "DIR", default_value = "cmc")]
+    pub(crate) dir: PathBuf,
 }
 
 /// Which packages to look at, and how to build them (as cargo does).
@@ -74,9 +89,9 @@ pub(crate) struct ProjectArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum StrategyArg {
-    /// Depth-first.
+    /// Depth-first (least memory, long counterexamples).
     Dfs,
-    /// Breadth-first (shortest counterexamples).
+    /// Breadth-first, the default (shortest counterexamples).
     Bfs,
     /// Random, reproducible with --seed.
     Random,
@@ -131,10 +146,21 @@ pub(crate) enum MessageFormat {
 pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub(crate) project: ProjectArgs,
-    /// Only models whose path contains this (repeatable).
-    #[arg(long = "model", value_name = "SUBSTRING")]
+    /// Only this model (repeatable): its full path, or its path's last
+    /// segments (`two_phase_commit_7`, `aodv::aodv_4_line`), or a glob
+    /// over either (`'aodv_4_*'`).
+    #[arg(long = "model", value_name = "NAME")]
     pub(crate) models: Vec<String>,
-    /// The search strategy.
+    /// Leave out the models this selects, as --model does (repeatable).
+    #[arg(long = "exclude", value_name = "NAME")]
+    pub(crate) exclude: Vec<String>,
+    /// Exit with 3 when a search ended bounded (a bound, the time limit,
+    /// the memory budget, random walks) without a violation: only a
+    /// complete search counts as a pass.
+    #[arg(long)]
+    pub(crate) require_complete: bool,
+    /// The search strategy (default: the model's, breadth-first unless it
+    /// chose another).
     #[arg(long, value_enum)]
     pub(crate) strategy: Option<StrategyArg>,
     /// Do not expand states at this depth.
@@ -265,10 +291,54 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Whether the command line asks for JSON output (read before parsing, so
+/// that an error in the arguments is JSON too).
+fn json_requested() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().enumerate().any(|(i, a)| {
+        a == "--message-format=json"
+            || (a == "--message-format" && args.get(i + 1).is_some_and(|v| v == "json"))
+    })
+}
+
+/// Prints an error: a line on standard error, or with `--message-format
+/// json` a `{"type": "error", "message": …}` object on standard output.
+pub(crate) fn report_error(json: bool, message: &str) {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"type": "error", "message": message})
+        );
+    } else {
+        eprintln!("error: {message}");
+    }
+}
+
+/// Prints a warning or a notice the same way (`"type": "warning"`).
+pub(crate) fn report_warning(json: bool, message: &str) {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"type": "warning", "message": message})
+        );
+    } else {
+        eprintln!("cmc: {message}");
+    }
+}
+
 pub(crate) fn main() -> ExitCode {
-    let Cargo::Cmc(cmc) = Cargo::parse();
+    let json = json_requested();
+    let cmc = match Cargo::try_parse() {
+        Ok(Cargo::Cmc(cmc)) => cmc,
+        Err(e) if json && e.use_stderr() => {
+            report_error(true, e.to_string().trim());
+            return ExitCode::from(FAILURE);
+        }
+        Err(e) => e.exit(),
+    };
     crate::harness::catch_signals();
     let result = match cmc.command {
+        Command::Init(args) => crate::init::run(args),
         Command::Check(args) => crate::check::run(args),
         Command::List(args) => crate::list::run(args),
         Command::Replay(args) => crate::replay::run(args),
@@ -276,7 +346,7 @@ pub(crate) fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            report_error(json, &format!("{err:#}"));
             ExitCode::from(FAILURE)
         }
     }

@@ -6,6 +6,7 @@ mod check;
 mod cli;
 mod emit;
 mod harness;
+mod init;
 mod list;
 mod output;
 mod project;

@@ -183,9 +183,29 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             declared_features: pkg.features.keys().cloned().collect(),
         });
     }
+    if packages.is_empty() && args.manifest_path.is_none() && !explicit {
+        // The check crate `cargo cmc init` made (as `cargo fuzz` finds
+        // `fuzz/`): in the package's directory, or the workspace root's.
+        let base: PathBuf = match meta.root_package() {
+            Some(root) => root
+                .manifest_path
+                .parent()
+                .context("a manifest path has a parent")?
+                .to_path_buf()
+                .into(),
+            None => meta.workspace_root.clone().into(),
+        };
+        let check_crate = base.join("cmc").join("Cargo.toml");
+        if check_crate.is_file() {
+            return discover(&ProjectArgs {
+                manifest_path: Some(check_crate),
+                ..args.clone()
+            });
+        }
+    }
     if packages.is_empty() {
         bail!(
-            "no package in {} depends on {RUNTIME}: add `cmc = {{ package = \"{RUNTIME}\", version = \"...\" }}` to a package's [dependencies] and register a model with #[cmc::model]",
+            "no package in {} depends on {RUNTIME}, and there is no check crate (cmc/Cargo.toml): `cargo cmc init` makes one, with a sample model",
             meta.workspace_root
         );
     }

@@ -362,21 +362,23 @@ fn chart(
             width - 4
         );
     }
-    // A lasso: a bracket over the steps that repeat forever.
+    // A lasso: a bracket in the right margin over the steps that repeat
+    // forever, labelled just above it (between two rows, clear of the
+    // violation's callout in the last row).
     if let Some(l) = trace.loop_start.filter(|&l| l < n) {
         let (y1, y2) = (row_y(l) - ROW / 2, row_y(n - 1) + ROW / 2);
+        let x = width - 6;
         let _ = writeln!(
             out,
             "<g class=\"cycle\"><line x1=\"{x}\" y1=\"{y1}\" x2=\"{x}\" y2=\"{y2}\"/>\
              <line x1=\"{x}\" y1=\"{y1}\" x2=\"{}\" y2=\"{y1}\"/>\
              <line x1=\"{x}\" y1=\"{y2}\" x2=\"{}\" y2=\"{y2}\"/>\
-             <text x=\"{}\" y=\"{}\">↻ steps {}–{n} repeat forever</text></g>",
+             <text x=\"{}\" y=\"{}\" text-anchor=\"end\">↻ steps {}–{n} repeat forever</text></g>",
             width - 12,
             width - 12,
-            width - 150,
-            y1 + 14,
+            width - 12,
+            y1 - 4,
             l + 1,
-            x = width - 6,
         );
     }
     out.push_str("</g>\n");
@@ -402,11 +404,13 @@ fn chart(
     }
     out.push_str("</g>\n");
 
-    // Message lines; their labels are drawn last, over everything.
-    let mut labels = String::new();
+    // Message lines. Their messages are named in the rows of the steps
+    // that send and receive them (and in each line's tooltip), not along
+    // the lines: a label on a line that crosses rows covers the labels of
+    // the steps it crosses.
     out.push_str("<g class=\"messages\">\n");
     for a in arrows {
-        arrow(out, &mut labels, a, &lane_of, lanes, bottom);
+        arrow(out, a, &lane_of, lanes, bottom);
     }
     out.push_str("</g>\n");
 
@@ -435,13 +439,15 @@ fn chart(
                 let _ = write!(
                     out,
                     "<g class=\"callout\">\
-                     <text class=\"callout-title\" x=\"{cx}\" y=\"{}\">✗ {} violated: {}</text>\
+                     <text class=\"callout-title\" x=\"{cx}\" y=\"{}\">✗ {} violated</text>\
+                     <text class=\"callout-message\" x=\"{cx}\" y=\"{}\">{}</text>\
                      <text class=\"callout-message\" x=\"{cx}\" y=\"{}\">{}</text></g>",
-                    y - 3,
+                    y - 12,
                     esc(v.kind.as_str()),
-                    esc(&short(&v.property, 26)),
-                    y + 14,
-                    esc(&short(&v.message, 48))
+                    y + 3,
+                    esc(&short(&v.property, 40)),
+                    y + 18,
+                    esc(&short(&v.message, 40))
                 );
             }
         }
@@ -475,21 +481,70 @@ fn chart(
             "<text class=\"label handler\" x=\"{}\" y=\"{}\">{}</text>",
             x + 16,
             y - 4,
-            esc(&short(&step.handler, 24))
+            esc(&short(&step.handler, 26))
         );
         if !detail.is_empty() {
             let _ = write!(
                 out,
                 "<text class=\"label detail\" x=\"{detail_x}\" y=\"{}\">{}</text>",
                 y + 9,
-                esc(&short(&detail, 32))
+                esc(&short(&detail, 30))
+            );
+        }
+        if !step.sent.is_empty() {
+            let _ = write!(
+                out,
+                "<text class=\"label detail sends\" x=\"{}\" y=\"{}\">{}</text>",
+                x + 16,
+                y + 22,
+                esc(&sends_text(&step.sent))
             );
         }
         out.push_str("</g>\n");
     }
     out.push_str("</g>\n");
 
-    let _ = write!(out, "<g class=\"msg-labels\">\n{labels}</g>\n</svg>\n");
+    out.push_str("</svg>\n");
+}
+
+/// What a step sent, in a row: the message (shortened) and its
+/// receivers, with those whose send failed or was dropped marked.
+fn sends_text(sent: &[cmc::Sent]) -> String {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for s in sent {
+        let to = if s.fate == "sent" {
+            format!("{}", s.to)
+        } else {
+            format!("{}✗", s.to)
+        };
+        match groups.iter_mut().find(|(m, _)| *m == s.message) {
+            Some((_, tos)) => tos.push(to),
+            None => groups.push((&s.message, vec![to])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(m, tos)| format!("{} → {}", head(m), tos.join(",")))
+        .collect();
+    short(&format!("sends {}", parts.join("; ")), 30)
+}
+
+/// A message's name for a row: whole when short, else its first word (the
+/// variant or type) and an ellipsis.
+fn head(m: &str) -> String {
+    let flat = short(m, 64);
+    if flat.chars().count() <= 14 {
+        return flat;
+    }
+    let word: String = flat
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .take(14)
+        .collect();
+    if word.is_empty() {
+        return short(&flat, 14);
+    }
+    format!("{word}…")
 }
 
 /// The mark of a step on its actor's lifeline.
@@ -530,7 +585,6 @@ fn mark(out: &mut String, step: &Step, x: i64, y: i64) {
 /// Draws one message arrow into `out`, and its label into `labels`.
 fn arrow(
     out: &mut String,
-    labels: &mut String,
     a: &Arrow,
     lane_of: &dyn Fn(Actor) -> usize,
     lanes: &[Lane],
@@ -593,8 +647,11 @@ fn arrow(
         Fate::Delivered => (x2 + 11, end_y - 6),
         Fate::Lost if same_lane => (sx - 40, end_y),
         Fate::Lost => (sx + (x2 - sx) * 3 / 5, end_y),
-        Fate::InFlight if same_lane => (sx - 40, bottom),
-        Fate::InFlight => (x2, bottom),
+        // A message never delivered: a short stub toward its receiver
+        // (the step list says where it went), not a line across every row
+        // below.
+        Fate::InFlight if same_lane => (sx - 30, sy + 18),
+        Fate::InFlight => (sx + (x2 - sx).signum() * 40, sy + 18),
         Fate::Failed if x2 >= sx => (sx + 36, sy + 12),
         Fate::Failed => (sx - 36, sy + 12),
     };
@@ -628,51 +685,6 @@ fn arrow(
         );
     }
     out.push_str("</g>\n");
-
-    // The label: along the middle of the line; a failed send's after its
-    // cross.
-    let line_len = (((ex - sx) * (ex - sx) + (ey - sy) * (ey - sy)) as f64).sqrt();
-    let fit = ((line_len * 0.75 / 6.8) as usize).max(6);
-    let text = match a.fate {
-        Fate::Failed => format!("{} ({})", short(&a.message, 18), a.note),
-        Fate::InFlight => format!(
-            "{} (in flight)",
-            short(&a.message, fit.saturating_sub(12).max(6))
-        ),
-        _ if self_loop => short(&a.message, 20),
-        _ => short(&a.message, fit),
-    };
-    let (lx, ly, anchor, angle) = if self_loop {
-        (sx - 60, (sy + ey) / 2, "end", 0.0)
-    } else if a.fate == Fate::Failed {
-        let anchor = if ex < sx { "end" } else { "start" };
-        (if ex < sx { ex - 9 } else { ex + 9 }, ey, anchor, 0.0)
-    } else {
-        let (mx, my) = ((sx + ex) as f64 / 2.0, (sy + ey) as f64 / 2.0);
-        let (mut dx, mut dy) = ((ex - sx) as f64, (ey - sy) as f64);
-        if dx < 0.0 {
-            (dx, dy) = (-dx, -dy);
-        }
-        let angle = dy.atan2(dx).to_degrees();
-        let angle = if angle.abs() > 65.0 { 0.0 } else { angle };
-        (mx as i64, my as i64, "middle", angle)
-    };
-    // Rightward lines get their label below (above a line's start are the
-    // sender's labels), leftward ones above (below is the receiver's).
-    let below = if self_loop || a.fate == Fate::Failed {
-        4
-    } else if ex < sx {
-        -4
-    } else {
-        12
-    };
-    let _ = writeln!(
-        labels,
-        "<text class=\"msg-label {class}\" x=\"{lx}\" y=\"{}\" text-anchor=\"{anchor}\" \
-         transform=\"rotate({angle:.1} {lx} {ly})\">{}{title}</text>",
-        ly + below,
-        esc(&text)
-    );
 }
 
 /// The numbered step list, with the states.
@@ -1074,5 +1086,34 @@ const BODY_JS: &str = r#"
   if (collapse) { collapse.addEventListener('click', function () { setAll(false); }); }
   body.dataset.renderedSteps = String(rows.length);
   body.dataset.arrows = String(document.querySelectorAll('svg.msc .msg.delivered').length);
+  // Layout self-check (read by the browser test): text of the chart that
+  // overlaps other text, and text that sticks out of the chart.
+  var svg = document.querySelector('svg.msc');
+  var overlaps = 0, clipped = 0;
+  if (svg) {
+    var frame = svg.getBoundingClientRect();
+    var texts = Array.prototype.filter.call(svg.querySelectorAll('text'), function (t) {
+      var b = t.getBoundingClientRect();
+      return b.width > 0 && b.height > 0;
+    });
+    var boxes = texts.map(function (t) { return t.getBoundingClientRect(); });
+    var first = '';
+    boxes.forEach(function (b, i) {
+      if (b.left < frame.left - 0.5 || b.right > frame.right + 0.5 ||
+          b.top < frame.top - 0.5 || b.bottom > frame.bottom + 0.5) {
+        clipped += 1;
+        if (!first) { first = texts[i].textContent; }
+      }
+      for (var j = i + 1; j < boxes.length; j++) {
+        var c = boxes[j];
+        var w = Math.min(b.right, c.right) - Math.max(b.left, c.left);
+        var h = Math.min(b.bottom, c.bottom) - Math.max(b.top, c.top);
+        if (w > 1 && h > 1) { overlaps += 1; }
+      }
+    });
+  }
+  body.dataset.labelOverlaps = String(overlaps);
+  body.dataset.labelClipped = String(clipped);
+  if (first) { body.dataset.firstClipped = first; }
 })();
 "#;

@@ -65,7 +65,7 @@ fn summary_re(line: &str, model: &str, verdict: &str) -> bool {
 fn a_passing_model_passes_with_the_summary_as_its_last_line() {
     let out = run(
         &fixture("passing"),
-        &["check", "--model", "passing::counters"],
+        &["check", "--model", "fixture_passing::counters"],
     );
     assert_eq!(
         out.status.code(),
@@ -90,7 +90,7 @@ fn a_passing_model_passes_with_the_summary_as_its_last_line() {
         ["--fingerprint", "bytes", "--fingerprint-bits", "128"],
         ["--fingerprint", "heap", "--fingerprint-bits", "64"],
     ] {
-        let mut all = vec!["check", "--model", "passing::counters"];
+        let mut all = vec!["check", "--model", "fixture_passing::counters"];
         all.extend(args);
         let out = run(&fixture("passing"), &all);
         let stdout = text(&out.stdout);
@@ -227,8 +227,9 @@ fn the_json_result_object_has_every_promised_field() {
             .is_some_and(|b| b > 1 << 20),
         "{result}"
     );
-    // `--model two_messages` matches both models; the last result is the
-    // FIFO one, which passes. Take the violating one from the first result.
+    // `--model two_messages` names that model only (not
+    // `two_messages_fifo`). Without --model, both run: the first result is
+    // the violating one, the last the FIFO one, which passes.
     let out = run(
         &fixture("violating"),
         &["check", "--strategy", "bfs", "--message-format", "json"],
@@ -248,7 +249,16 @@ fn the_json_result_object_has_every_promised_field() {
     assert_eq!(v["also_violated"], serde_json::json!([]));
     assert!(Path::new(v["trace_file"].as_str().unwrap()).exists());
     assert!(Path::new(v["report_file"].as_str().unwrap()).exists());
-    assert_eq!(result["verdict"], "pass");
+    assert_eq!(result["verdict"], "violation");
+    let last: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .rfind(|v| v["type"] == "result")
+        .unwrap();
+    assert_eq!(
+        (last["model"].as_str(), last["verdict"].as_str()),
+        (Some("fixture_violating::two_messages_fifo"), Some("pass"))
+    );
 }
 
 fn violating_trace() -> PathBuf {
@@ -430,6 +440,26 @@ fn tool_errors_exit_with_2_and_a_message() {
             fixture("passing"),
             vec!["check", "--model", "counters", "--fingerprint", "abstract"],
             "needs an abstraction function",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "counters", "--strategy", "best"],
+            "best-first search needs a priority",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "counters", "--seed", "3"],
+            "--seed chooses the order of --strategy random",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "many"],
+            "it is part of fixture_passing::many_counters",
+        ),
+        (
+            fixture("passing"),
+            vec!["check", "--model", "counters", "--exclude", "counters"],
+            "--exclude leaves no model to check",
         ),
         (
             fixture("passing"),
@@ -838,7 +868,7 @@ fn features_and_manifest_path_work_like_cargo() {
             "--features",
             "extra",
             "--model",
-            "extra",
+            "extra_counters",
         ],
     );
     assert_eq!(out.status.code(), Some(0));
@@ -856,7 +886,13 @@ fn progress_is_reported_while_a_model_runs() {
     // the machine explores the model.
     let out = cargo_cmc(&fixture("passing"))
         .env("CMC_PROGRESS_INTERVAL_MS", "1")
-        .args(["check", "--model", "many", "--message-format", "json"])
+        .args([
+            "check",
+            "--model",
+            "many_counters",
+            "--message-format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -872,7 +908,7 @@ fn progress_is_reported_while_a_model_runs() {
     // Not a terminal: a plain line on standard error every interval.
     let out = cargo_cmc(&fixture("passing"))
         .env("CMC_PROGRESS_INTERVAL_MS", "1")
-        .args(["check", "--model", "many"])
+        .args(["check", "--model", "many_counters"])
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
@@ -1217,15 +1253,18 @@ fn misbehaving_user_code_is_reported_and_the_other_models_still_run() {
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    // Either process's tick, whichever the search reaches first.
     assert!(
-        stdout.contains(
-            "timeout violated: tick: handler tick of process 1 did not return within 1 s"
+        stdout.lines().any(
+            |l| l.contains("timeout violated: tick: handler tick of process ")
+                && l.contains(" did not return within 1 s")
         ),
         "{stdout}"
     );
     assert!(
-        stdout.contains(
-            "crash violated: tick: handler tick of process 1 ended the checking process with exit status 7"
+        stdout.lines().any(
+            |l| l.contains("crash violated: tick: handler tick of process ")
+                && l.contains(" ended the checking process with exit status 7")
         ),
         "{stdout}"
     );
@@ -1451,6 +1490,144 @@ fn sigint_and_sigterm_stop_the_search_with_its_statistics_and_leave_nothing_runn
         assert!(
             !process_alive("fixture_misbehaving::endless"),
             "{name}: a harness process was left running"
+        );
+    }
+}
+
+/// `cargo cmc init` in a crate of one's own: a check crate with a sample
+/// model that passes, found by `cargo cmc check` from the crate's root.
+#[test]
+fn init_makes_a_check_crate_that_passes_out_of_the_box() {
+    let dir = tempdir("init");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"my-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn answer() -> u8 {\n    42\n}\n",
+    )
+    .unwrap();
+    let out = run(&dir, &["init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("cargo cmc check"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(dir.join("cmc/Cargo.toml").is_file() && dir.join("cmc/src/lib.rs").is_file());
+    let out = run(&dir, &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .any(|l| summary_re(l, "my_lib_cmc::sample", "pass") && l.contains("unique=16 ")),
+        "{}",
+        text(&out.stdout)
+    );
+    let again = run(&dir, &["init"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        text(&again.stderr).contains("already exists"),
+        "{}",
+        text(&again.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--model` names models exactly (full path or last segments) or by a
+/// glob; `--exclude` leaves some out.
+#[test]
+fn models_are_selected_exactly_by_glob_and_by_exclusion() {
+    let models = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["check", "--message-format", "json"];
+        all.extend(args);
+        let out = run(&fixture("passing"), &all);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["type"] == "result")
+            .map(|v| v["model"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        models(&["--model", "counters"]),
+        ["fixture_passing::counters"]
+    );
+    assert_eq!(
+        models(&["--model", "fixture_passing::counters"]),
+        ["fixture_passing::counters"]
+    );
+    assert_eq!(
+        models(&["--model", "*counters", "--exclude", "many_*"]),
+        ["fixture_passing::counters"]
+    );
+    assert_eq!(
+        models(&["--model", "fixture_passing::*", "--exclude", "counters"]),
+        ["fixture_passing::many_counters"]
+    );
+}
+
+/// A bounded search exits 0 unless --require-complete asks for complete
+/// searches (then 3, with the reason); JSON errors are JSON objects.
+#[test]
+fn require_complete_and_json_errors() {
+    let dir = fixture("passing");
+    let bounded = ["check", "--model", "counters", "--max-states", "3"];
+    let out = run(&dir, &bounded);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("stopped early: the state bound (3) was reached"));
+    let mut strict = bounded.to_vec();
+    strict.push("--require-complete");
+    let out = run(&dir, &strict);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("--require-complete"));
+    let out = run(
+        &dir,
+        &["check", "--model", "counters", "--require-complete"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    for args in [
+        vec!["check", "--model", "nothing", "--message-format", "json"],
+        vec!["check", "--strategy", "sideways", "--message-format=json"],
+        vec![
+            "check",
+            "--model",
+            "counters",
+            "--seed",
+            "1",
+            "--message-format",
+            "json",
+        ],
+    ] {
+        let out = run(&dir, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let errors: Vec<Value> = text(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["type"] == "error")
+            .collect();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e["message"].as_str().is_some_and(|m| !m.is_empty())),
+            "{args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(
+            !text(&out.stderr).contains("error:"),
+            "{args:?}: {}",
+            text(&out.stderr)
         );
     }
 }

@@ -349,6 +349,67 @@ fn handmade_trace() -> Trace {
     }
 }
 
+/// A long trace, as depth-first search or a routing protocol gives: 40
+/// steps over four processes, with messages whose `Debug` is long.
+fn long_trace() -> Trace {
+    let msg = |k: usize| {
+        format!(
+            "RouteRequest {{ origin: {}, destination: {}, sequence: {k}, hop_count: {} }}",
+            k % 4,
+            (k + 2) % 4,
+            k % 5
+        )
+    };
+    let mut steps = Vec::new();
+    for k in 0..40 {
+        let p = k % 4;
+        let s = match k % 5 {
+            0 | 2 => {
+                let mut s = step(Some(p), "broadcast_route_request", StepKind::Handler);
+                s.sent = vec![
+                    sent((p + 1) % 4, &msg(k), "sent"),
+                    sent((p + 3) % 4, &msg(k), "sent"),
+                ];
+                s
+            }
+            1 | 3 => deliver(
+                step(Some(p), "handle_route_request", StepKind::Handler),
+                &msg(k - 1),
+                (p + 3) % 4,
+                p,
+            ),
+            _ => deliver(
+                step(None, "lose message", StepKind::Loss),
+                &msg(k - 2),
+                (p + 2) % 4,
+                (p + 3) % 4,
+            ),
+        };
+        steps.push(s);
+    }
+    Trace {
+        version: cmc::TRACE_VERSION,
+        model: "aodv::model::aodv_4_ring_with_a_long_name".into(),
+        fingerprint_bits: 64,
+        fingerprint: None,
+        build: None,
+        loop_start: Some(30),
+        sources: Vec::new(),
+        handlers: String::new(),
+        initial_fingerprint: "abcdef0123456789".into(),
+        steps,
+        violation: Some(ViolationRecord {
+            kind: ViolationKind::Invariant,
+            property: "loop_freedom_of_every_routing_table".into(),
+            message:
+                "a routing loop: 0 → 1 → 2 → 3 → 0 for destination 1, all with sequence number 17"
+                    .into(),
+            location: None,
+        }),
+        also_violated: Vec::new(),
+    }
+}
+
 // ---------------------------------------------------------------- helpers
 
 /// The number of steps that deliver a message to a handler.
@@ -725,8 +786,16 @@ fn body_tag(dom: &str) -> &str {
 fn check_in_browser(trace: &Trace) {
     let Some(browser) = chromium() else { return };
     let html = report::render(trace);
+    keep_html(&trace.model, &html);
     let dom = dump_dom(&browser, &html);
     let body = body_tag(&dom);
+    // No text of the chart overlaps another or leaves the chart.
+    assert!(
+        body.contains("data-label-overlaps=\"0\"") && body.contains("data-label-clipped=\"0\""),
+        "{}: text overlaps or leaves the chart: {body}",
+        trace.model
+    );
+
     let n = trace.steps.len();
     assert!(
         body.contains(&format!("data-rendered-steps=\"{n}\"")),
@@ -746,6 +815,7 @@ fn reports_render_in_a_browser_without_script_errors() {
         board_trace(),
         doomed_trace(),
         handmade_trace(),
+        long_trace(),
     ] {
         check_in_browser(&trace);
     }

@@ -203,6 +203,8 @@ pub(crate) struct HandlerAttr<'a> {
     pub(crate) guard: Option<Path>,
     pub(crate) timer: Option<LitStr>,
     pub(crate) fair: bool,
+    /// `start`, where it is written.
+    pub(crate) start: Option<Ident>,
 }
 
 impl<'a> HandlerAttr<'a> {
@@ -212,6 +214,7 @@ impl<'a> HandlerAttr<'a> {
             guard: None,
             timer: None,
             fair: false,
+            start: None,
         };
         match &attr.meta {
             Meta::Path(_) => {}
@@ -229,6 +232,13 @@ impl<'a> HandlerAttr<'a> {
                             errors.at(&meta.path, "`timer` is given twice");
                         }
                         parsed.timer = Some(name);
+                    } else if meta.path.is_ident("start")
+                        && (meta.input.is_empty() || meta.input.peek(Token![,]))
+                    {
+                        if parsed.start.is_some() {
+                            errors.at(&meta.path, "`start` is given twice");
+                        }
+                        parsed.start = meta.path.get_ident().cloned();
                     } else if meta.path.is_ident("fair") && meta.input.is_empty()
                         || meta.path.is_ident("fair") && meta.input.peek(Token![,])
                     {
@@ -241,7 +251,7 @@ impl<'a> HandlerAttr<'a> {
                             &meta.path,
                             format!(
                                 "unknown key `{}` in #[handler(..)]: expected `guard = path`, \
-                                 `timer = \"name\"` or `fair`",
+                                 `timer = \"name\"`, `start` or `fair`",
                                 quote::ToTokens::to_token_stream(&meta.path)
                                     .to_string()
                                     .replace(' ', "")

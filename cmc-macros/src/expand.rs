@@ -190,6 +190,7 @@ fn handler(h: &Handler<'_>) -> TokenStream {
     let trigger = match &h.trigger {
         Trigger::Always => TokenStream::new(),
         Trigger::Timer(timer) => quote!(.on_timer(#timer)),
+        Trigger::Start => quote!(.on_start()),
         Trigger::Guard(guard) => {
             let guard = guard_fn(guard);
             quote!(.guard(#guard))

@@ -38,6 +38,8 @@ pub(crate) enum Trigger<'a> {
     Always,
     Timer(&'a LitStr),
     Guard(Guard<'a>),
+    /// `#[handler(start)]`: once, when the model starts.
+    Start,
 }
 
 /// A guard, resolved.
@@ -230,6 +232,16 @@ fn trigger<'a>(
     attr: &'a ast::HandlerAttr<'a>,
     errors: &mut Errors,
 ) -> Option<Trigger<'a>> {
+    if let Some(start) = &attr.start {
+        if attr.guard.is_some() || attr.timer.is_some() {
+            errors.at(
+                start,
+                "a start handler runs once when the model starts: it has no guard or timer",
+            );
+            return None;
+        }
+        return Some(Trigger::Start);
+    }
     match (&attr.guard, &attr.timer) {
         (Some(_), Some(timer)) => {
             errors.at(

@@ -859,6 +859,62 @@ impl<'m, P: Process> Engine<'m, P> {
                 }
             }
         };
+        // Start handlers: each process's, in process order, now that every
+        // process and the environment exist.
+        for (p, &arena) in arenas.iter().enumerate() {
+            for handler in handlers
+                .iter()
+                .filter(|h| matches!(h.trigger, Trigger::Start))
+            {
+                if crate::identity::random::enabled() {
+                    crate::identity::random::seed_for(0x7374_6172_7400_0000 | p as u128);
+                }
+                isolate::phase(isolate::IN_SETUP, 0, p as u64, 0, 0);
+                begin_run(Run::default());
+                let mut ctx = Ctx {
+                    me: p,
+                    count: roots.len(),
+                    env,
+                    mem: &mem,
+                    env_arena,
+                    net: &model.network,
+                };
+                let root = roots[p];
+                let body = handler.body;
+                let result = {
+                    let _in = mem.enter(arena);
+                    // SAFETY: the root is a live object just built, and the
+                    // handler has the only reference to it.
+                    user_code(true, || body(unsafe { &mut *root }, &mut ctx))
+                };
+                let run = end_run();
+                constructor_threads(Some(p)).map_err(SetupFailure::Violation)?;
+                let property = format!("start handler {} of process {p}", handler.name);
+                if let Err((message, location)) = result {
+                    return Err(SetupFailure::Violation(ViolationRecord {
+                        kind: ViolationKind::Panic,
+                        property,
+                        message: format!("process {p}: {message}"),
+                        location: Some(location),
+                    }));
+                }
+                if let Some(m) = run.model_error {
+                    return Err(SetupFailure::Violation(ViolationRecord {
+                        kind: ViolationKind::ModelError,
+                        property,
+                        message: m,
+                        location: None,
+                    }));
+                }
+                if !run.taken.is_empty() {
+                    return Err(SetupFailure::Error(CheckError::Model(format!(
+                        "the {property} made a choice (cmc::choose, recv, or a send that may \
+                         fail): a start handler builds the one initial state, so it cannot \
+                         choose; move the choice to a handler"
+                    ))));
+                }
+            }
+        }
         if let Some(e) = mem.take_exhaustion() {
             return Err(SetupFailure::Violation(ViolationRecord {
                 kind: ViolationKind::ArenaExhausted,
@@ -904,7 +960,10 @@ impl<'m, P: Process> Engine<'m, P> {
             env,
             handlers,
             invariants: P::invariants(),
-            registered: crate::registry::invariants_for::<P>(),
+            registered: crate::registry::invariants_for::<P>()
+                .into_iter()
+                .filter(|(name, _)| !model.without.iter().any(|w| w == name))
+                .collect(),
             properties: property_fns(model),
             initial,
             seed_base: None,
@@ -1075,6 +1134,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 for (h, handler) in self.handlers.iter().enumerate() {
                     let on = match handler.trigger {
                         Trigger::Always => true,
+                        Trigger::Start => false,
                         Trigger::Timer(name) => env.timer_pending(p, name),
                         Trigger::Guard(guard) => {
                             let view = View {
@@ -1370,13 +1430,9 @@ impl<'m, P: Process> Engine<'m, P> {
                 )
             });
         } else {
-            let (from, to, msg) = (
-                env.msgs[i].from as usize,
-                env.msgs[i].to as usize,
-                env.msgs[i].msg.clone(),
-            );
-            ctx::describe(|| (from, to, format!("{msg:?}")));
-            env.insert(from, to, msg);
+            let (from, to) = (env.msgs[i].from as usize, env.msgs[i].to as usize);
+            ctx::describe(|| (from, to, format!("{:?}", env.msgs[i].msg)));
+            env.duplicate(i);
         }
     }
 
@@ -1734,6 +1790,7 @@ impl<'m, P: Process> Names<'m, P> {
             .chain(
                 crate::registry::invariants_for::<P>()
                     .into_iter()
+                    .filter(|(name, _)| !model.without.iter().any(|w| w == name))
                     .map(|(n, _)| n),
             )
             .chain(property_fns(model).into_iter().map(|p| p.name))

@@ -88,14 +88,34 @@ impl<M: Message, S> Env<M, S> {
     /// Inserts a message at its canonical place. Must run with the
     /// environment's arena entered (the vector may grow).
     pub(crate) fn insert(&mut self, from: usize, to: usize, msg: M) {
-        let (from, to) = (from as u32, to as u32);
+        let (from32, to32) = (from as u32, to as u32);
         let key = self.key(&msg);
         let at = if self.fifo {
-            self.msgs.partition_point(|e| (e.to, e.from) <= (to, from))
+            self.msgs
+                .partition_point(|e| (e.to, e.from) <= (to32, from32))
         } else {
             self.msgs
-                .partition_point(|e| (e.to, e.from, e.key) <= (to, from, key))
+                .partition_point(|e| (e.to, e.from, e.key) <= (to32, from32, key))
         };
+        self.insert_at(at, from, to, key, msg);
+    }
+
+    /// Duplicates message `i`: the copy goes right after the original, so
+    /// that on a FIFO link it arrives next to it, as a link that repeats a
+    /// frame delivers it (and an unordered network keeps equal messages
+    /// together anyway). Must run with the environment's arena entered.
+    pub(crate) fn duplicate(&mut self, i: usize) {
+        let (from, to, key) = (
+            self.msgs[i].from as usize,
+            self.msgs[i].to as usize,
+            self.msgs[i].key,
+        );
+        let msg = self.msgs[i].msg.clone();
+        self.insert_at(i + 1, from, to, key, msg);
+    }
+
+    fn insert_at(&mut self, at: usize, from: usize, to: usize, key: [u64; 2], msg: M) {
+        let (from, to) = (from as u32, to as u32);
         self.msgs.reserve(1);
         zero_spare(&mut self.msgs);
         let len = self.msgs.len();

@@ -69,6 +69,11 @@ pub enum Trigger<P: Process> {
     /// When the process's timer of this name is pending: running the
     /// handler is the timer's expiry (the timer is cancelled first).
     Timer(&'static str),
+    /// Once, when the model starts: after every process and the
+    /// environment are built, before the initial state is taken, in
+    /// process order. Such a handler sets the first timers and sends the
+    /// first messages; it cannot make choices (see [`Handler::on_start`]).
+    Start,
 }
 
 impl<P: Process> Clone for Trigger<P> {
@@ -85,6 +90,7 @@ impl<P: Process> fmt::Debug for Trigger<P> {
             Trigger::Always => f.write_str("Always"),
             Trigger::Guard(_) => f.write_str("Guard"),
             Trigger::Timer(t) => write!(f, "Timer({t:?})"),
+            Trigger::Start => f.write_str("Start"),
         }
     }
 }
@@ -130,6 +136,17 @@ impl<P: Process> Handler<P> {
     /// Makes the handler the expiry of the timer `name`.
     pub fn on_timer(mut self, name: &'static str) -> Self {
         self.trigger = Trigger::Timer(name);
+        self
+    }
+
+    /// Runs the handler once per process when the model starts, before the
+    /// initial state (`#[handler(start)]`): where a process arms its first
+    /// timers and sends its first messages, which a constructor cannot (it
+    /// has no `Ctx`). It is part of building the initial state, not an
+    /// event of the search; `cmc::choose` and `recv` are refused there
+    /// (the initial state is one state).
+    pub fn on_start(mut self) -> Self {
+        self.trigger = Trigger::Start;
         self
     }
 }
@@ -359,10 +376,12 @@ impl NetworkConfig {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Strategy {
-    /// Depth-first (the default): little memory, long traces.
-    #[default]
+    /// Depth-first: little memory, long traces.
     Dfs,
-    /// Breadth-first: the first violation found has a shortest trace.
+    /// Breadth-first (the default, as in TLC): the first violation found
+    /// has a shortest trace; its frontier holds a level of states, which
+    /// the memory budget bounds.
+    #[default]
     Bfs,
     /// Random order, reproducible from the seed: depth-first, each state's
     /// successors taken in a random order, so it holds no more states than
@@ -579,6 +598,11 @@ pub struct Model<P: Process> {
     /// Worker processes of the search (see [`Model::jobs`]); `None`: not
     /// set (one), `Some(0)`: one per core.
     pub(crate) jobs: Option<usize>,
+    /// Whether a harness's options (`--seed`) set the seed: an error
+    /// unless the strategy uses one.
+    pub(crate) seed_given: bool,
+    /// Registered global invariants this model leaves out, by name.
+    pub(crate) without: Vec<String>,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -612,7 +636,7 @@ impl<P: Process> Model<P> {
             width: FingerprintWidth::Bits64,
             fingerprint: None,
             abstraction: None,
-            strategy: Strategy::Dfs,
+            strategy: Strategy::Bfs,
             seed: 0,
             keep_going: false,
             check_determinism: false,
@@ -624,6 +648,8 @@ impl<P: Process> Model<P> {
             debug: None,
             transition_timeout: Some(DEFAULT_TRANSITION_TIMEOUT),
             jobs: None,
+            seed_given: false,
+            without: Vec::new(),
         }
     }
 
@@ -651,6 +677,15 @@ impl<P: Process> Model<P> {
     /// Adds a global invariant.
     pub fn invariant(mut self, name: &'static str, check: fn(&World<'_, P>) -> Check) -> Self {
         self.invariants.push(GlobalInvariant::new(name, check));
+        self
+    }
+
+    /// Leaves out the global invariant `name` registered with
+    /// `#[cmc::invariant]` for this model's process type (it holds for the
+    /// other models). Naming an invariant that is not registered for the
+    /// type is an error when the model is checked.
+    pub fn without_invariant(mut self, name: impl Into<String>) -> Self {
+        self.without.push(name.into());
         self
     }
 

@@ -82,6 +82,7 @@ impl<P: Process> Model<P> {
         }
         if let Some(seed) = options.seed {
             self.seed = seed;
+            self.seed_given = true;
         }
         match options.jobs {
             Some(0) if self.jobs.is_some() => {}

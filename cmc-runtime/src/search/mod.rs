@@ -372,6 +372,47 @@ impl<P: Process> Search<'_, '_, P> {
 /// it.
 fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
     let b = &model.bounds;
+    if model.strategy == Strategy::BestFirst && model.priority.is_none() {
+        return Err(CheckError::Model(format!(
+            "model `{}`: best-first search needs a priority (Model::priority); without one \
+             it would be breadth-first search: ask for --strategy bfs",
+            model.name
+        )));
+    }
+    if model.seed_given && !matches!(model.strategy, Strategy::Random | Strategy::Walk) {
+        return Err(CheckError::Model(format!(
+            "model `{}`: --seed chooses the order of --strategy random and the walks of \
+             --strategy walk; the {} search does not use it",
+            model.name,
+            match model.strategy {
+                Strategy::Bfs => "breadth-first",
+                Strategy::BestFirst => "best-first",
+                _ => "depth-first",
+            }
+        )));
+    }
+    let registered = crate::registry::invariants_for::<P>();
+    for name in &model.without {
+        if !registered.iter().any(|(n, _)| n == name) {
+            return Err(CheckError::Model(format!(
+                "model `{}` leaves out the invariant `{name}`, but no global invariant of that \
+                 name is registered for its process type{}",
+                model.name,
+                if registered.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (registered: {})",
+                        registered
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            )));
+        }
+    }
     if model.strategy == Strategy::Walk && b.time_limit.is_none() && b.max_walks.is_none() {
         return Err(CheckError::Model(format!(
             "model `{}`: a random-walk search never ends by itself; give it a time limit \
