@@ -521,7 +521,10 @@ pub fn state_machine_safety(nodes: &[&Node]) -> Result<(), String> {
 pub fn leader_completeness(nodes: &[&Node]) -> Result<(), String> {
     for n in nodes {
         for a in &n.volatile.applied {
-            for l in nodes.iter().filter(|l| l.is_leader() && l.term() > n.term()) {
+            for l in nodes
+                .iter()
+                .filter(|l| l.is_leader() && l.term() > n.term())
+            {
                 if l.term_at(a.index) != Some(a.term) {
                     return Err(format!(
                         "node {} applied index {} of term {} in term {}, but the leader {} of term {} has {:?} there",

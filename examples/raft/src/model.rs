@@ -126,6 +126,15 @@ fn state_machine_safety(world: &World<'_, Node>) -> Result<(), String> {
     crate::state_machine_safety(&nodes(world))
 }
 
+/// Some replica applies a client's command: the models with proposals
+/// must be able to commit one (a reachability property: the search reports
+/// a witness, and a complete search without one fails).
+fn a_command_is_applied(world: &World<'_, Node>) -> bool {
+    world
+        .processes()
+        .any(|n| n.volatile.applied.iter().any(|a| !a.data.is_empty()))
+}
+
 /// `nodes` replicas within `limits`, over a network with `network`.
 pub fn group(nodes: u64, limits: Limits, network: NetworkConfig) -> Model<Node> {
     Model::new("raft", usize::try_from(nodes).unwrap(), move |i| {
@@ -178,6 +187,7 @@ pub const REPLICATION: Limits = Limits {
 #[cmc::model]
 pub fn raft_3_replication() -> Model<Node> {
     group(3, REPLICATION, NetworkConfig::new().capacity(2).lossy(true))
+        .sometimes("a_command_is_applied", a_command_is_applied)
 }
 
 /// The bounds of the larger model.
@@ -201,4 +211,5 @@ pub fn raft_3_large() -> Model<Node> {
             .lossy(true)
             .duplicating(true),
     )
+    .sometimes("a_command_is_applied", a_command_is_applied)
 }

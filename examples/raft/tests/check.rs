@@ -81,6 +81,25 @@ mod clean {
             assert!(r.violations.is_empty());
         }
     }
+
+    /// The replication model can commit and apply a client's command: the
+    /// `sometimes` property's witness, a shortest one, which replays.
+    #[test]
+    fn a_command_can_be_committed() {
+        let r = check(raft_3_replication().time_limit(Duration::from_secs(60)));
+        let w = r
+            .reached
+            .iter()
+            .find(|w| w.property == "a_command_is_applied")
+            .unwrap_or_else(|| panic!("no witness: {}", r.summary()));
+        println!("witness, {} steps:\n{}", w.trace.steps.len(), w.trace);
+        assert_eq!(
+            raft_3_replication()
+                .replay(&w.trace)
+                .expect("the replay runs"),
+            ReplayOutcome::NoViolation
+        );
+    }
 }
 
 #[cfg(feature = "bug-send-before-persist")]

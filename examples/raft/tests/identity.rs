@@ -23,24 +23,54 @@ fn visible(n: &Node) -> String {
         .volatile
         .unsynced
         .iter()
-        .map(|w| format!("{:?}", (&w.snapshot, &w.entries, &w.hard_state, &w.messages)))
+        .map(|w| {
+            format!(
+                "{:?}",
+                (&w.snapshot, &w.entries, &w.hard_state, &w.messages)
+            )
+        })
         .collect();
-    let mut prs: Vec<String> = r.prs().iter().map(|(id, p)| format!("{id}:{p:?}")).collect();
+    let mut prs: Vec<String> = r
+        .prs()
+        .iter()
+        .map(|(id, p)| format!("{id}:{p:?}"))
+        .collect();
     prs.sort();
     format!(
         "{:?}",
         (
-            (n.id, &n.disk, r.term, r.vote, r.state, r.leader_id, r.election_elapsed),
-            (r.heartbeat_elapsed(), r.randomized_election_timeout(), r.prs().tally_votes()),
+            (
+                n.id,
+                &n.disk,
+                r.term,
+                r.vote,
+                r.state,
+                r.leader_id,
+                r.election_elapsed
+            ),
+            (
+                r.heartbeat_elapsed(),
+                r.randomized_election_timeout(),
+                r.prs().tally_votes()
+            ),
             (log.committed, log.persisted, log.applied, &log.unstable),
             (hard_state, log.all_entries(), prs, &r.msgs),
-            (unsynced, &n.volatile.kv, &n.volatile.applied, n.volatile.heartbeats),
+            (
+                unsynced,
+                &n.volatile.kv,
+                &n.volatile.applied,
+                n.volatile.heartbeats
+            ),
         )
     )
 }
 
 fn run(model: Model<Node>, label: &str) -> u64 {
-    let r = model.strategy(Strategy::Bfs).max_depth(8).check().expect("runs");
+    let r = model
+        .strategy(Strategy::Bfs)
+        .max_depth(8)
+        .check()
+        .expect("runs");
     println!("{label}: {}", r.summary());
     r.stats.unique
 }
