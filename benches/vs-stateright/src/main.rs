@@ -513,7 +513,12 @@ fn parallel(runs: usize) -> bool {
                     strategy,
                     &threads.to_string(),
                 ]);
-                times.push(text.split_whitespace().next().and_then(|w| w.parse().ok()).expect("seconds"));
+                times.push(
+                    text.split_whitespace()
+                        .next()
+                        .and_then(|w| w.parse().ok())
+                        .expect("seconds"),
+                );
                 counts.push(word(&text, 1));
             }
             for (j, times) in [(1, &mut c1), (jobs, &mut cn)] {
@@ -652,6 +657,8 @@ mod big {
                 &model,
                 "--strategy",
                 "bfs",
+                "--jobs",
+                "1",
                 "--fingerprint",
                 source,
                 "--message-format",
