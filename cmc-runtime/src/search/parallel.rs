@@ -238,6 +238,9 @@ impl Coord {
             self.word(GENERATION).fetch_add(1, Ordering::Release);
             return true;
         }
+        // Waiting is the checker's own time: the parent's watchdog must not
+        // take the last phase of user code, unchanged, for a hang.
+        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
         let mut waited = 0u32;
         loop {
             if self.word(GENERATION).load(Ordering::Acquire) != generation {
@@ -341,6 +344,10 @@ impl<P: Process> Search<'_, '_, P> {
                         None => continue,
                     },
                     Work::Wait => {
+                        if waited == 0 {
+                            // Idle, not hung (see `Coord::barrier`).
+                            isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
+                        }
                         pause(&mut waited);
                         continue;
                     }
