@@ -59,6 +59,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     // Absent: one worker per core (0), unless the model sets a number.
     o.jobs = Some(args.jobs.map_or(0, |j| j as usize));
     o.keep_going = args.keep_going.then_some(true);
+    o.por = args.por.then_some(true);
     o.fingerprint = args.fingerprint.map(fingerprint_mode);
     o.width = args.fingerprint_bits.map(|b| match b {
         BitsArg::B64 => FingerprintWidth::Bits64,

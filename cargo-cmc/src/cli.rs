@@ -200,6 +200,13 @@ pub(crate) struct CheckArgs {
     /// Collect distinct violations instead of stopping at the first.
     #[arg(long)]
     pub(crate) keep_going: bool,
+    /// Partial-order reduction: an event of one process that commutes
+    /// with an event of another explored before it does not run again
+    /// after it (sleep sets). Every state is still visited, fewer
+    /// transitions run. One worker; not with random walks or a prune
+    /// predicate; with --keep-going the search goes on past violations.
+    #[arg(long)]
+    pub(crate) por: bool,
     /// How processes are fingerprinted (default: each type's best source:
     /// StateHash, then Hash, then Debug, then the canonical heap, unless
     /// the model chooses; -v says which each type used).

@@ -171,6 +171,8 @@ impl Output {
                         "walks": result.stats.walks,
                         "jobs": result.stats.jobs.max(1),
                         "replayed": result.stats.replayed,
+                        "slept": result.stats.slept,
+                        "reexpanded": result.stats.reexpanded,
                         "complete": result.stats.complete,
                         "reached": result.reached.iter().map(|r| json!({
                             "property": r.property,
@@ -198,6 +200,13 @@ impl Output {
                             "{}: searched with {} workers ({} steps replayed to hand states \
                              between them)",
                             result.model, result.stats.jobs, result.stats.replayed
+                        );
+                    }
+                    if result.stats.slept > 0 || result.stats.reexpanded > 0 {
+                        println!(
+                            "{}: partial-order reduction left {} events asleep ({} states \
+                             expanded again for events a later path woke)",
+                            result.model, result.stats.slept, result.stats.reexpanded
                         );
                     }
                 }

@@ -84,6 +84,41 @@ fn a_passing_model_passes_with_the_summary_as_its_last_line() {
         last.starts_with("cmc: fixture_passing::counters pass unique=9 transitions=18 depth="),
         "{last}"
     );
+    // Partial-order reduction: the same states, on one worker; several
+    // workers are an error.
+    let out = run(
+        &fixture("passing"),
+        &[
+            "check",
+            "--model",
+            "fixture_passing::counters",
+            "--por",
+            "-v",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.lines().last().unwrap().contains(" pass unique=9 "),
+        "{stdout}"
+    );
+    let out = run(
+        &fixture("passing"),
+        &[
+            "check",
+            "--model",
+            "fixture_passing::counters",
+            "--por",
+            "-j",
+            "2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("use --jobs 1 with it"),
+        "{}",
+        text(&out.stderr)
+    );
     // Every mode the process type supports, at either width, finds the
     // same 9 states of this allocation-free model.
     for args in [

@@ -646,6 +646,7 @@ impl<P: Process> Ctx<'_, P> {
             "send to process {to}, but the model has {} processes",
             self.count
         );
+        crate::por::note_send(to);
         let note = |fate: &'static str, msg: &P::Msg| note_copy(to, msg, fate);
         if self.net.send_failure && choice(2, "Ctx::send") == 1 {
             note("failed", &msg);
@@ -718,6 +719,7 @@ impl<P: Process> Ctx<'_, P> {
             {
                 // There is room for `room` of the `left` copies; this one is
                 // among those that do not get in.
+                crate::por::note_send(t);
                 note_copy(t, &msg, "dropped: network full");
                 continue;
             }
@@ -732,7 +734,11 @@ impl<P: Process> Ctx<'_, P> {
     /// Whether a message is waiting for this process (for guards, see
     /// [`View::has_mail`]).
     pub fn has_mail(&self) -> bool {
-        self.env().has_mail(self.me)
+        let mail = self.env().has_mail(self.me);
+        if !mail {
+            crate::por::note(crate::por::SAW_EMPTY);
+        }
+        mail
     }
 
     /// Receives one pending message as (sender, message); every deliverable
@@ -741,8 +747,10 @@ impl<P: Process> Ctx<'_, P> {
     pub fn recv(&mut self) -> Option<(usize, P::Msg)> {
         let count = self.env().deliverable_iter(self.me).count();
         if count == 0 {
+            crate::por::note(crate::por::SAW_EMPTY);
             return None;
         }
+        crate::por::note(crate::por::CONSUMED);
         let pick = choice(count, "Ctx::recv");
         let k = self
             .env()
@@ -769,12 +777,14 @@ impl<P: Process> Ctx<'_, P> {
 
     /// The shared variables, read-only.
     pub fn shared(&self) -> &P::Shared {
+        crate::por::note(crate::por::READ_SHARED);
         &self.env().shared
     }
 
     /// Changes the shared variables. The closure runs with the environment's
     /// arena current, so whatever it allocates belongs to the shared state.
     pub fn with_shared<R>(&mut self, f: impl FnOnce(&mut P::Shared) -> R) -> R {
+        crate::por::note(crate::por::READ_SHARED | crate::por::WROTE_SHARED);
         let _in_env = self.mem.enter(self.env_arena);
         f(&mut self.env_mut().shared)
     }
@@ -820,6 +830,7 @@ impl<P: Process> fmt::Debug for View<'_, P> {
 impl<'a, P: Process> View<'a, P> {
     /// The shared variables.
     pub fn shared(&self) -> &'a P::Shared {
+        crate::por::note(crate::por::READ_SHARED);
         &self.env.shared
     }
 
@@ -835,7 +846,11 @@ impl<'a, P: Process> View<'a, P> {
 
     /// Whether a message is waiting for this process.
     pub fn has_mail(&self) -> bool {
-        self.env.has_mail(self.me)
+        let mail = self.env.has_mail(self.me);
+        if !mail {
+            crate::por::note(crate::por::SAW_EMPTY);
+        }
+        mail
     }
 
     /// Whether this process's timer `name` is pending.
@@ -845,6 +860,7 @@ impl<'a, P: Process> View<'a, P> {
 
     /// The number of messages in flight in the whole network.
     pub fn in_flight(&self) -> usize {
+        crate::por::note(crate::por::READ_COUNT);
         self.env.msgs.len()
     }
 }

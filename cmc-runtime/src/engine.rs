@@ -130,6 +130,8 @@ pub(crate) struct Outcome {
     /// Whether the run drew randomness (looked at only with more than one
     /// random seed).
     pub(crate) drew: bool,
+    /// What the run touched besides its process (partial-order reduction).
+    pub(crate) footprint: crate::por::Footprint,
     /// A global the run initialized that could not be moved out of the
     /// arenas (see [`crate::globals`]).
     pub(crate) global_error: Option<String>,
@@ -1084,6 +1086,11 @@ impl<'m, P: Process> Engine<'m, P> {
         )
     }
 
+    /// The number of messages in flight in the loaded state.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.env().msgs.len()
+    }
+
     pub(crate) fn env(&self) -> &Env<P::Msg, P::Shared> {
         // SAFETY: the environment root is live in every state.
         unsafe { &*self.env }
@@ -1121,6 +1128,15 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// The enabled events of the loaded state, or the guard that panicked.
     pub(crate) fn enabled(&self) -> Result<Vec<Event>, ViolationRecord> {
+        self.enabled_with_guards().map(|(events, _)| events)
+    }
+
+    /// The enabled events, as [`Engine::enabled`], and for each what its
+    /// guard read of the environment (for partial-order reduction;
+    /// environment events read nothing a guard does).
+    pub(crate) fn enabled_with_guards(
+        &self,
+    ) -> Result<(Vec<Event>, Vec<crate::por::Footprint>), ViolationRecord> {
         let env = self.env();
         let _sys = system_scope();
         isolate::phase(isolate::IN_GUARD, self.at, 0, 0, 0);
@@ -1128,10 +1144,15 @@ impl<'m, P: Process> Engine<'m, P> {
         // catch, one hook check): the guard that panics, if one does, is
         // the last one started.
         let running = std::cell::Cell::new((0, 0));
+        let por = self.model.por;
         let scan = || {
             let mut events = Vec::new();
+            let mut prints = Vec::new();
             for p in 0..self.roots.len() {
                 for (h, handler) in self.handlers.iter().enumerate() {
+                    if por {
+                        crate::por::begin();
+                    }
                     let on = match handler.trigger {
                         Trigger::Always => true,
                         Trigger::Start => false,
@@ -1154,12 +1175,17 @@ impl<'m, P: Process> Engine<'m, P> {
                             actor: p,
                             handler: h,
                         });
+                        prints.push(if por {
+                            crate::por::take()
+                        } else {
+                            crate::por::Footprint::default()
+                        });
                     }
                 }
             }
-            events
+            (events, prints)
         };
-        let mut events = user_code(false, scan).map_err(|(message, location)| {
+        let (mut events, mut prints) = user_code(false, scan).map_err(|(message, location)| {
             let (p, h) = running.get();
             ViolationRecord {
                 kind: ViolationKind::Panic,
@@ -1174,14 +1200,16 @@ impl<'m, P: Process> Engine<'m, P> {
                 actor: ENV,
                 handler: LOSE,
             });
+            prints.push(crate::por::Footprint::default());
         }
         if net.duplication && !env.msgs.is_empty() && env.msgs.len() < net.capacity {
             events.push(Event {
                 actor: ENV,
                 handler: DUPLICATE,
             });
+            prints.push(crate::por::Footprint::default());
         }
-        Ok(events)
+        Ok((events, prints))
     }
 
     /// Runs one event as [`Engine::run`] does, and describes it (the
@@ -1290,6 +1318,9 @@ impl<'m, P: Process> Engine<'m, P> {
             pick: self.pick,
             ..Run::default()
         });
+        if self.model.por {
+            crate::por::begin();
+        }
         let panic = if e.actor == ENV {
             // A duplication clones a message: its padding comes from the
             // stack, so scrub as before user code (when padding matters).
@@ -1338,8 +1369,16 @@ impl<'m, P: Process> Engine<'m, P> {
         let who = || format!("{handler} of {}", actor());
         let global_error = self.globals.after_user_code(&self.mem, &owned, &who).err();
         let drew = self.model.random_seeds > 1 && crate::identity::random::drew();
+        let mut footprint = crate::por::Footprint::default();
+        if self.model.por {
+            footprint = crate::por::take();
+            if crate::identity::random::enabled() && (drew || crate::identity::random::drew()) {
+                footprint.flags |= crate::por::DREW;
+            }
+        }
         Outcome {
             drew,
+            footprint,
             taken: run.taken.iter().map(|&(v, _)| v).collect(),
             ranges: run.taken,
             panic,

@@ -26,6 +26,7 @@ pub mod identity;
 mod isolate;
 pub mod memory;
 mod model;
+mod por;
 pub mod progress;
 pub mod registry;
 mod replay;

@@ -38,6 +38,9 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Whether to keep going after a violation.
     pub keep_going: Option<bool>,
+    /// Partial-order reduction (`Model::por`).
+    #[serde(default)]
+    pub por: Option<bool>,
     /// The fingerprint width.
     pub width: Option<FingerprintWidth>,
     /// The fingerprint mode.
@@ -91,6 +94,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(k) = options.keep_going {
             self.keep_going = k;
+        }
+        if let Some(p) = options.por {
+            self.por = p;
         }
         if let Some(w) = options.width {
             self.width = w;

@@ -441,6 +441,15 @@ pub struct Stats {
     /// (not counted in `transitions`).
     #[serde(default)]
     pub liveness_transitions: u64,
+    /// Under partial-order reduction (`Model::por`): events not run in a
+    /// state because they were asleep there (each would have run all its
+    /// transitions), and states put back on the frontier to run events
+    /// that a later arrival woke.
+    #[serde(default)]
+    pub slept: u64,
+    /// See `slept`.
+    #[serde(default)]
+    pub reexpanded: u64,
 }
 
 impl Stats {

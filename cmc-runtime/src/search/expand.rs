@@ -14,15 +14,18 @@ use crate::model::Process;
 use crate::trace::{ViolationKind, ViolationRecord};
 
 use super::frontier::Item;
+use super::sleep::Sleeper;
 use super::Search;
+use crate::por::Footprint;
 
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn expand(&mut self, item: &Item) {
         let e = &mut *self.engine;
         e.mem.restore(item.state);
         e.at = item.node;
-        let events = match e.enabled() {
-            Ok(events) => events,
+        let plan = self.sleep.as_mut().map(|s| s.plan(item.state));
+        let (events, guards) = match e.enabled_with_guards() {
+            Ok(found) => found,
             Err(record) => {
                 let steps = e.path(item.node);
                 self.report(steps, record);
@@ -94,7 +97,31 @@ impl<P: Process> Search<'_, '_, P> {
             let (base, exact) = self.engine.seed_base_of(item.state);
             self.engine.seed_base = Some((item.state, base, exact));
         }
-        for event in events {
+        let (asleep, only) = match plan {
+            Some(plan) => {
+                let sleep = self
+                    .sleep
+                    .as_mut()
+                    .expect("a plan comes from the sleep sets");
+                sleep.in_flight = self.engine.in_flight();
+                let asleep = plan.sleep.len();
+                sleep.current = plan.sleep;
+                (asleep, plan.only)
+            }
+            None => (0, None),
+        };
+        for (event, guard) in events.into_iter().zip(guards) {
+            let mut print = Footprint::default();
+            if let Some(sleep) = &mut self.sleep {
+                if sleep.current[..asleep].iter().any(|s| s.event == event) {
+                    sleep.slept += 1;
+                    continue;
+                }
+                if only.as_ref().is_some_and(|only| !only.contains(&event)) {
+                    continue;
+                }
+                sleep.guard = guard;
+            }
             // Every choice script with the default seed; when one of those
             // runs drew randomness, every script again with each other
             // seed (a run that draws nothing is the same under every seed).
@@ -120,12 +147,23 @@ impl<P: Process> Search<'_, '_, P> {
                         seed,
                         &script,
                     );
-                    let (ranges, drew_now) = self.transition(item, event, script, seed);
+                    let (ranges, drew_now, run) = self.transition(item, event, script, seed);
                     drew |= drew_now;
+                    print = print.merge(run);
                     match next_script(&ranges) {
                         Some(next) => script = next,
                         None => break,
                     }
+                }
+            }
+            if let Some(sleep) = &mut self.sleep {
+                if event.actor != ENV {
+                    // Explored: asleep in the successors of the events after
+                    // it that commute with it.
+                    sleep.current.push(Sleeper {
+                        event,
+                        print: print.merge(guard),
+                    });
                 }
             }
         }
@@ -282,11 +320,23 @@ impl<P: Process> Search<'_, '_, P> {
         event: Event,
         script: Vec<usize>,
         seed: u32,
+    ) -> (Vec<(usize, usize)>, bool, Footprint) {
+        let (ranges, drew) = self.transition_inner(item, event, script, seed);
+        (ranges, drew, self.last_print)
+    }
+
+    fn transition_inner(
+        &mut self,
+        item: &Item,
+        event: Event,
+        script: Vec<usize>,
+        seed: u32,
     ) -> (Vec<(usize, usize)>, bool) {
         let e = &mut *self.engine;
         let mut outcome = e.run(event, script, seed, false, item.state);
         let ranges = std::mem::take(&mut outcome.ranges);
         let drew = outcome.drew;
+        self.last_print = outcome.footprint;
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error {
             self.fatal = Some(CheckError::Model(m));
@@ -311,7 +361,7 @@ impl<P: Process> Search<'_, '_, P> {
             return (ranges, drew);
         }
         let e = &mut *self.engine;
-        let succ = if e.lazy_capture() {
+        let (succ, fp) = if e.lazy_capture() {
             // Fingerprint first: most successors are known already, and
             // those need no capture (the next restore undoes what the
             // transition wrote).
@@ -326,11 +376,12 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             };
             if !self.visited.insert(fp) {
+                self.arrived_again(item, &step, fp, None);
                 return (ranges, drew);
             }
             let succ = e.mem.capture();
             e.tag_computed(succ);
-            succ
+            (succ, fp)
         } else {
             let succ = e.mem.capture();
             self.stats.generated += 1;
@@ -368,10 +419,10 @@ impl<P: Process> Search<'_, '_, P> {
                 e.mem.restore(succ);
             }
             if !self.visited.insert(fp) {
-                e.mem.release(succ);
+                self.arrived_again(item, &step, fp, Some(succ));
                 return (ranges, drew);
             }
-            succ
+            (succ, fp)
         };
         if let Some(prune) = &e.model.prune {
             let pruned = {
@@ -435,10 +486,15 @@ impl<P: Process> Search<'_, '_, P> {
             }
         }
         if let Some(record) = verdict {
-            e.mem.release(succ);
             let steps = e.path(node);
             self.report(steps, record);
-            return (ranges, drew);
+            if !self.past_violations() {
+                self.engine.mem.release(succ);
+                return (ranges, drew);
+            }
+            // Building the trace loaded other states.
+            self.engine.mem.restore(succ);
+            self.engine.at = node;
         }
         let priority = self.priority();
         if !self.unreached.is_empty() {
@@ -452,7 +508,62 @@ impl<P: Process> Search<'_, '_, P> {
             },
             priority,
         );
+        if let Some(sleep) = &mut self.sleep {
+            let asleep = sleep.child(event, self.last_print);
+            sleep.found(fp, succ, asleep);
+        }
         self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
         (ranges, drew)
+    }
+
+    /// A transition from `item` by `step` reached the known state `fp`
+    /// (loaded, and captured as `captured` if it was). Under sleep sets,
+    /// the state may have events to run that every earlier arrival had
+    /// asleep and this one has not: it goes back on the frontier for
+    /// those.
+    fn arrived_again(
+        &mut self,
+        item: &Item,
+        step: &RawStep,
+        fp: Fingerprint,
+        captured: Option<StateId>,
+    ) {
+        let plan = self.sleep.as_mut().and_then(|sleep| {
+            if !sleep.known(fp) {
+                return None;
+            }
+            let asleep = sleep.child(step.event, self.last_print);
+            sleep.again(fp, &asleep)
+        });
+        let e = &mut *self.engine;
+        let Some(plan) = plan else {
+            if let Some(succ) = captured {
+                e.mem.release(succ);
+            }
+            return;
+        };
+        let succ = captured.unwrap_or_else(|| {
+            let succ = e.mem.capture();
+            e.tag_computed(succ);
+            succ
+        });
+        let Some(node) = e.record_node(item.node, step.event, &step.choices, step.seed) else {
+            e.mem.release(succ);
+            return;
+        };
+        let priority = self.priority();
+        self.frontier.push(
+            Item {
+                node,
+                state: succ,
+                depth: item.depth + 1,
+            },
+            priority,
+        );
+        self.sleep
+            .as_mut()
+            .expect("a plan comes from the sleep sets")
+            .requeued(fp, succ, plan);
+        self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
     }
 }

@@ -558,6 +558,12 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
             model.name, model.strategy
         )));
     }
+    if model.por {
+        return Err(CheckError::Model(format!(
+            "model `{}`: partial-order reduction (--por) runs on one core; use --jobs 1 with it",
+            model.name
+        )));
+    }
     let coord = Coord::new(jobs, model.width).map_err(|e| {
         CheckError::Isolation(format!("cannot map the workers' shared memory: {e}"))
     })?;
