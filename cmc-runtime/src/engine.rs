@@ -1131,9 +1131,9 @@ impl<'m, P: Process> Engine<'m, P> {
         self.enabled_with_guards().map(|(events, _)| events)
     }
 
-    /// The enabled events, as [`Engine::enabled`], and for each what its
-    /// guard read of the environment (for partial-order reduction;
-    /// environment events read nothing a guard does).
+    /// The enabled events, as [`Engine::enabled`], and under partial-order
+    /// reduction, for each process event (they come first), what its guard
+    /// read of the environment (none otherwise).
     pub(crate) fn enabled_with_guards(
         &self,
     ) -> Result<(Vec<Event>, Vec<crate::por::Footprint>), ViolationRecord> {
@@ -1175,17 +1175,15 @@ impl<'m, P: Process> Engine<'m, P> {
                             actor: p,
                             handler: h,
                         });
-                        prints.push(if por {
-                            crate::por::take()
-                        } else {
-                            crate::por::Footprint::default()
-                        });
+                        if por {
+                            prints.push(crate::por::take());
+                        }
                     }
                 }
             }
             (events, prints)
         };
-        let (mut events, mut prints) = user_code(false, scan).map_err(|(message, location)| {
+        let (mut events, prints) = user_code(false, scan).map_err(|(message, location)| {
             let (p, h) = running.get();
             ViolationRecord {
                 kind: ViolationKind::Panic,
@@ -1200,14 +1198,12 @@ impl<'m, P: Process> Engine<'m, P> {
                 actor: ENV,
                 handler: LOSE,
             });
-            prints.push(crate::por::Footprint::default());
         }
         if net.duplication && !env.msgs.is_empty() && env.msgs.len() < net.capacity {
             events.push(Event {
                 actor: ENV,
                 handler: DUPLICATE,
             });
-            prints.push(crate::por::Footprint::default());
         }
         Ok((events, prints))
     }

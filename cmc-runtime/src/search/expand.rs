@@ -110,7 +110,8 @@ impl<P: Process> Search<'_, '_, P> {
             }
             None => (0, None),
         };
-        for (event, guard) in events.into_iter().zip(guards) {
+        for (i, event) in events.into_iter().enumerate() {
+            let guard = guards.get(i).copied().unwrap_or_default();
             let mut print = Footprint::default();
             if let Some(sleep) = &mut self.sleep {
                 if sleep.current[..asleep].iter().any(|s| s.event == event) {
