@@ -26,5 +26,10 @@ done
 # Debug-only message type): found, and its trace replays.
 cargo test --release -p membership --features bug-refute-without-adopting
 
+# The tutorial's roles model with its seeded bug: found, with the trace
+# the book shows, against the reference.
+cargo test --release -p tutorial --features bug-regrant
+cargo test --release -p cmc-tests --test roles --features tutorial/bug-regrant
+
 # The two-phase commit example's seeded bug.
 cargo test --release -p two-phase-commit --features bug-commit-without-all-prepared

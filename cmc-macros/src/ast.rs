@@ -402,3 +402,26 @@ impl<'a> FreeFn<'a> {
         }
     }
 }
+
+/// The enum under `#[cmc::roles]`: its variants as written.
+pub(crate) struct RolesEnum<'a> {
+    pub(crate) item: &'a syn::ItemEnum,
+}
+
+impl<'a> RolesEnum<'a> {
+    /// The enum, or `None` (with the reason recorded) when `item` is not
+    /// one.
+    pub(crate) fn parse(item: &'a Item, errors: &mut Errors) -> Option<RolesEnum<'a>> {
+        match item {
+            Item::Enum(item) => Some(RolesEnum { item }),
+            _ => {
+                errors.push(syn::Error::new(
+                    Span::call_site(),
+                    "#[cmc::roles] goes on an enum with one variant per role, each wrapping \
+                     the role's process type: `enum Node { Client(Client), Server(Server) }`",
+                ));
+                None
+            }
+        }
+    }
+}

@@ -424,3 +424,170 @@ pub(crate) fn model(func: &Ident, output: &Type, item: &Item) -> TokenStream {
         }
     }
 }
+
+/// The enum as written, one `Role<I, R>` impl per variant, and `impl Process`
+/// whose tables are the roles' tables one after the other.
+pub(crate) fn roles(roles: &crate::validate::Roles<'_>, item: &Item) -> TokenStream {
+    let name = roles.name;
+    let Some(first) = roles
+        .roles
+        .iter()
+        .find(|r| r.cfgs.is_empty())
+        .or(roles.roles.first())
+    else {
+        return item.to_token_stream();
+    };
+    let first_ty = first.ty;
+    let (table, this, hasher, mode) = (
+        local("table"),
+        local("this"),
+        local("hasher"),
+        local("mode"),
+    );
+    let mut impls = Vec::new();
+    let mut handlers = Vec::new();
+    let mut invariants = Vec::new();
+    let mut arms = Vec::new();
+    let mut sources = Vec::new();
+    let (state, hash, debug) = (local("state"), local("hash"), local("debug"));
+    for (i, role) in roles.roles.iter().enumerate() {
+        let (variant, ty, cfgs) = (role.variant, role.ty, &role.cfgs);
+        let role_name = variant.unraw().to_string();
+        let (inner, new) = (local("role"), local("new"));
+        // A role whose messages or shared variables are not the enum's
+        // (the first role's): the one error is at the variant's type.
+        let narrowing = quote_spanned! {at(ty.span())=>
+            ::cmc::__private::Narrowing::<#name, #ty>::new
+        };
+        impls.push(quote! {
+            #(#cfgs)*
+            impl ::cmc::__private::Role<#i, #ty> for #name {
+                const NAME: &'static str = #role_name;
+
+                fn get(&self) -> ::std::option::Option<&#ty> {
+                    #[allow(unreachable_patterns)]
+                    match self {
+                        #name::#variant(#inner) => ::std::option::Option::Some(#inner),
+                        _ => ::std::option::Option::None,
+                    }
+                }
+
+                fn get_mut(&mut self) -> ::std::option::Option<&mut #ty> {
+                    #[allow(unreachable_patterns)]
+                    match self {
+                        #name::#variant(#inner) => ::std::option::Option::Some(#inner),
+                        _ => ::std::option::Option::None,
+                    }
+                }
+
+                fn narrowing() -> ::cmc::__private::Narrowing<Self, #ty> {
+                    let #new = #narrowing;
+                    #new()
+                }
+
+                fn tables() -> &'static ::cmc::__private::RoleTables<#ty> {
+                    static TABLES: ::cmc::__private::OnceLock<::cmc::__private::RoleTables<#ty>> =
+                        ::cmc::__private::OnceLock::new();
+                    TABLES.get_or_init(|| ::cmc::__private::RoleTables::new(#role_name))
+                }
+            }
+        });
+        handlers.push(quote! {
+            #(#cfgs)*
+            ::cmc::__private::lift_handlers::<Self, #ty, #i>(&mut #table);
+        });
+        invariants.push(quote! {
+            #(#cfgs)*
+            ::cmc::__private::lift_invariants::<Self, #ty, #i>(&mut #table);
+        });
+        arms.push(quote! {
+            #(#cfgs)*
+            #name::#variant(_) => ::cmc::__private::role_hash::<#name, #ty, #i>(#this, #hasher, #mode),
+        });
+        sources.push(quote! {
+            #(#cfgs)*
+            {
+                #state &= ::cmc::__private::role_has_source::<Self, #ty, #i>(::cmc::FingerprintMode::State);
+                #hash &= ::cmc::__private::role_has_source::<Self, #ty, #i>(::cmc::FingerprintMode::Hash);
+                #debug &= ::cmc::__private::role_has_source::<Self, #ty, #i>(::cmc::FingerprintMode::Debug);
+            }
+        });
+    }
+    let first_sources = local("first");
+    quote! {
+        #item
+
+        const _: () = {
+            #(#impls)*
+
+            impl ::cmc::Process for #name {
+                type Msg = <#first_ty as ::cmc::Process>::Msg;
+                type Shared = <#first_ty as ::cmc::Process>::Shared;
+
+                fn handlers() -> ::std::vec::Vec<::cmc::Handler<Self>> {
+                    let mut #table = ::std::vec::Vec::new();
+                    #(#handlers)*
+                    #table
+                }
+
+                fn invariants() -> ::std::vec::Vec<::cmc::Invariant<Self>> {
+                    let mut #table = ::std::vec::Vec::new();
+                    #(#invariants)*
+                    #table
+                }
+
+                fn hash_fns() -> ::cmc::HashFns<Self> {
+                    // Each role by its own source of `mode`: the enum
+                    // offers a source when every role does.
+                    fn __cmc_role_source(
+                        #this: &#name,
+                        #hasher: &mut ::cmc::StateHasher,
+                        #mode: ::cmc::FingerprintMode,
+                    ) {
+                        match #this {
+                            #(#arms)*
+                        }
+                    }
+                    fn __cmc_state(#this: &#name, #hasher: &mut ::cmc::StateHasher) {
+                        __cmc_role_source(#this, #hasher, ::cmc::FingerprintMode::State)
+                    }
+                    fn __cmc_hash(#this: &#name, #hasher: &mut ::cmc::StateHasher) {
+                        __cmc_role_source(#this, #hasher, ::cmc::FingerprintMode::Hash)
+                    }
+                    fn __cmc_debug(#this: &#name, #hasher: &mut ::cmc::StateHasher) {
+                        __cmc_role_source(#this, #hasher, ::cmc::FingerprintMode::Debug)
+                    }
+                    let (mut #state, mut #hash, mut #debug) = (true, true, true);
+                    #(#sources)*
+                    let #first_sources = <#first_ty as ::cmc::Process>::hash_fns();
+                    ::cmc::HashFns {
+                        process: ::cmc::__private::Sources {
+                            state: #state.then_some(__cmc_state as ::cmc::HashFn<Self>),
+                            hash: #hash.then_some(__cmc_hash as ::cmc::HashFn<Self>),
+                            debug: #debug.then_some(__cmc_debug as ::cmc::HashFn<Self>),
+                        },
+                        shared: #first_sources.shared,
+                        msg: #first_sources.msg,
+                    }
+                }
+            }
+        };
+    }
+}
+
+/// `impl Process` with empty tables, emitted on error when a role's type
+/// is known, so that code using the enum does not fail too.
+pub(crate) fn roles_fallback(name: &Ident, first: Option<&Type>) -> TokenStream {
+    let Some(first) = first else {
+        return TokenStream::new();
+    };
+    quote! {
+        impl ::cmc::Process for #name {
+            type Msg = <#first as ::cmc::Process>::Msg;
+            type Shared = <#first as ::cmc::Process>::Shared;
+            fn handlers() -> ::std::vec::Vec<::cmc::Handler<Self>> {
+                ::std::vec::Vec::new()
+            }
+        }
+    }
+}

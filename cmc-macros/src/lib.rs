@@ -1,6 +1,6 @@
 //! Macros of cmc: the attributes `#[cmc::process]` (with its helper
 //! attributes `#[handler]` and `#[invariant]`), `#[cmc::invariant]` and
-//! `#[cmc::model]`, and `#[derive(cmc::StateHash)]`.
+//! `#[cmc::model]`, `#[cmc::roles]`, and `#[derive(cmc::StateHash)]`.
 //!
 //! Use them through the runtime crate (`cmc::process`, ...), never from this
 //! crate directly: the generated code names the runtime as `::cmc`.
@@ -434,6 +434,133 @@ pub fn sometimes(args: TokenStream, input: TokenStream) -> TokenStream {
 pub fn eventually(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = parse_macro_input!(input as syn::Item);
     run::property(args.into(), &item, "eventually").into()
+}
+
+/// Makes an enum whose variants each wrap a process type into one process
+/// type with several *roles*: a client and a server, a sender and a
+/// receiver, in one model.
+///
+/// ```text
+/// #[cmc::roles]
+/// enum Node {
+///     Client(Client),   // Client: #[cmc::process(msg = Msg)]
+///     Server(Server),   // Server: #[cmc::process(msg = Msg)]
+/// }
+/// ```
+///
+/// The enum stays as written; the attribute implements `cmc::Process` for
+/// it:
+///
+/// * its handler table is each role's table in turn, variant order, and a
+///   role's handlers are given only to the processes of that role
+///   (`Handler::applies`): a guard, a timer or a start handler of `Client`
+///   never concerns a server, and two roles may use the same timer name or
+///   handler name. Traces name them `Client::request`, the variant's name
+///   and the role's handler name;
+/// * a handler, guard or invariant of a role runs on the variant's value
+///   with the role's own `Ctx` and `View`: the role's code is written as
+///   if it were the only process type;
+/// * each role's invariants are checked on the processes of that role
+///   (`Client::ids_unique` in reports);
+/// * a process's identity comes from its role's own sources (`StateHash`,
+///   `Hash`, `Debug`): the enum offers a source when every role does, and
+///   hashes the role's index, then the value by the role's source.
+///
+/// Processes are numbered as the model builds them (`Model::new(name, n,
+/// |i| ...)` returns one variant or another for each `i`) and address each
+/// other by that number, as without roles; `World::process(i)` is the
+/// enum, to match on in global invariants.
+///
+/// # Rules
+///
+/// * Every variant is a tuple variant with one field, the role's process
+///   type (`#[cmc::process]` or a hand-written `impl Process`); the enum is
+///   not generic.
+/// * Every role has the message type and the shared-variables type of the
+///   first: a role with others is an error at its type.
+/// * A role has at most 64 handlers and 64 invariants.
+///
+/// # Example
+///
+/// A client asks a server for a number; the server answers each request.
+///
+/// ```
+/// use cmc::{Ctx, Model, Verdict, View};
+///
+/// #[global_allocator]
+/// static A: cmc::Allocator = cmc::Allocator;
+///
+/// #[derive(Clone, Debug, Hash)]
+/// enum Msg {
+///     Request,
+///     Reply(u8),
+/// }
+///
+/// #[derive(Debug, Hash)]
+/// struct Client {
+///     server: usize,
+///     answer: Option<u8>,
+/// }
+///
+/// #[cmc::process(msg = Msg)]
+/// impl Client {
+///     #[handler(start)]
+///     fn ask(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         let _ = ctx.send(self.server, Msg::Request);
+///     }
+///
+///     #[handler(guard = has_mail)]
+///     fn receive(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         if let Some((_, Msg::Reply(n))) = ctx.recv() {
+///             self.answer = Some(n);
+///         }
+///     }
+///
+///     fn has_mail(&self, view: &View<'_, Self>) -> bool {
+///         view.has_mail()
+///     }
+/// }
+///
+/// #[derive(Debug, Hash)]
+/// struct Server {
+///     served: u8,
+/// }
+///
+/// #[cmc::process(msg = Msg)]
+/// impl Server {
+///     #[handler(guard = has_mail)]
+///     fn receive(&mut self, ctx: &mut Ctx<'_, Self>) {
+///         if let Some((client, Msg::Request)) = ctx.recv() {
+///             self.served += 1;
+///             let _ = ctx.send(client, Msg::Reply(self.served));
+///         }
+///     }
+///
+///     fn has_mail(&self, view: &View<'_, Self>) -> bool {
+///         view.has_mail()
+///     }
+/// }
+///
+/// #[cmc::roles]
+/// #[derive(Debug)]
+/// enum Node {
+///     Client(Client),
+///     Server(Server),
+/// }
+///
+/// fn main() {
+///     let model = Model::new("ask", 3, |i| match i {
+///         0 => Node::Server(Server { served: 0 }),
+///         _ => Node::Client(Client { server: 0, answer: None }),
+///     });
+///     let result = model.quiescence_ok(true).check().unwrap();
+///     assert_eq!(result.verdict, Verdict::Pass);
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn roles(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(input as syn::Item);
+    run::roles(args.into(), &item).into()
 }
 
 /// Registers a model: a function with no arguments that returns a

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use syn::Item;
 
-use crate::ast::{FreeFn, ProcessArgs, ProcessImpl};
+use crate::ast::{FreeFn, ProcessArgs, ProcessImpl, RolesEnum};
 use crate::errors::Errors;
 use crate::{expand, validate};
 
@@ -84,5 +84,28 @@ pub(crate) fn model(args: TokenStream, item: &Item) -> TokenStream {
 fn no_args(args: TokenStream, what: &str, errors: &mut Errors) {
     if !args.is_empty() {
         errors.at(args, format!("{what} takes no arguments"));
+    }
+}
+
+/// `#[cmc::roles] item`.
+pub(crate) fn roles(args: TokenStream, item: &Item) -> TokenStream {
+    let mut errors = Errors::default();
+    no_args(args, "#[cmc::roles]", &mut errors);
+    let ast = RolesEnum::parse(item, &mut errors);
+    let roles = ast
+        .as_ref()
+        .and_then(|ast| validate::roles(ast, &mut errors));
+    match (errors.finish(()), roles) {
+        (Ok(()), Some(roles)) => expand::roles(&roles, item),
+        (Err(errors), roles) => {
+            let fallback = match (&ast, &roles) {
+                (Some(ast), Some(roles)) if ast.item.generics.params.is_empty() => {
+                    expand::roles_fallback(roles.name, roles.roles.first().map(|r| r.ty))
+                }
+                _ => TokenStream::new(),
+            };
+            expand::error(errors, item, fallback)
+        }
+        (Ok(()), None) => unreachable!("no errors, so the roles were validated"),
     }
 }

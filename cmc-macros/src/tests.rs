@@ -340,3 +340,85 @@ fn mistakes_are_all_reported() {
     ));
     assert_eq!(expansion.matches("compile_error").count(), 2, "{expansion}");
 }
+
+fn roles(item: TokenStream) -> String {
+    run::roles(TokenStream::new(), &syn::parse2(item).unwrap()).to_string()
+}
+
+#[test]
+fn roles_lift_each_role_s_tables_in_variant_order() {
+    let expansion = roles(quote! {
+        enum Node {
+            Client(Client),
+            Server(server::Server),
+        }
+    });
+    // The enum stays as written.
+    assert_contains(
+        &expansion,
+        quote!(
+            enum Node {
+                Client(Client),
+                Server(server::Server),
+            }
+        ),
+    );
+    assert_contains(
+        &expansion,
+        quote!(impl ::cmc::__private::Role<0usize, Client> for Node),
+    );
+    assert_contains(
+        &expansion,
+        quote!(impl ::cmc::__private::Role<1usize, server::Server> for Node),
+    );
+    assert_contains(
+        &expansion,
+        quote!(
+            const NAME: &'static str = "Server";
+        ),
+    );
+    // The messages and shared variables are the first role's.
+    assert_contains(
+        &expansion,
+        quote!(
+            type Msg = <Client as ::cmc::Process>::Msg;
+        ),
+    );
+    let client = expansion
+        .find(&quote!(lift_handlers::<Self, Client, 0usize>).to_string())
+        .expect("the client's handlers are lifted");
+    let server = expansion
+        .find(&quote!(lift_handlers::<Self, server::Server, 1usize>).to_string())
+        .expect("the server's handlers are lifted");
+    assert!(client < server, "variant order");
+}
+
+#[test]
+fn roles_on_error_emit_the_enum_and_a_fallback() {
+    let expansion = roles(quote! {
+        enum Node {
+            Client(Client),
+            Idle,
+        }
+    });
+    assert!(expansion.contains("compile_error"));
+    assert_contains(
+        &expansion,
+        quote!(
+            enum Node {
+                Client(Client),
+                Idle,
+            }
+        ),
+    );
+    // An empty table for the enum, so that code using it does not fail
+    // too, and no role impls.
+    assert_contains(&expansion, quote!(impl ::cmc::Process for Node));
+    assert_contains(
+        &expansion,
+        quote!(
+            type Msg = <Client as ::cmc::Process>::Msg;
+        ),
+    );
+    assert!(!expansion.contains("Role"));
+}

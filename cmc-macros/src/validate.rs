@@ -455,3 +455,97 @@ pub(crate) fn model<'a>(free: &FreeFn<'a>, errors: &mut Errors) -> Option<(&'a I
     }
     Some((&shape.sig.ident, shape.output?))
 }
+
+/// What `#[cmc::roles]` implements `Process` with.
+pub(crate) struct Roles<'a> {
+    pub(crate) name: &'a Ident,
+    pub(crate) roles: Vec<Role<'a>>,
+}
+
+/// One variant of a roles enum.
+pub(crate) struct Role<'a> {
+    /// The variant, whose name prefixes the role's handler names.
+    pub(crate) variant: &'a Ident,
+    /// The role's process type.
+    pub(crate) ty: &'a Type,
+    /// The variant's `#[cfg(..)]` attributes, which its part of the tables
+    /// gets too.
+    pub(crate) cfgs: Vec<&'a Attribute>,
+}
+
+const ROLES_SHAPE: &str =
+    "a variant of a #[cmc::roles] enum wraps one process type: `Client(Client)`";
+
+/// Validates an enum under `#[cmc::roles]`.
+pub(crate) fn roles<'a>(ast: &ast::RolesEnum<'a>, errors: &mut Errors) -> Option<Roles<'a>> {
+    let item = ast.item;
+    if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+        errors.at(
+            &item.generics,
+            "#[cmc::roles] does not support generic enums: the handler table is built for \
+             one concrete type (a type alias of a concrete instance works as a role)",
+        );
+    }
+    if item.variants.is_empty() {
+        errors.at(
+            &item.ident,
+            "a #[cmc::roles] enum needs at least one variant: one per role, each wrapping the \
+             role's process type (`Client(Client)`)",
+        );
+    }
+    let mut roles = Vec::new();
+    for variant in &item.variants {
+        if let Some((_, discriminant)) = &variant.discriminant {
+            errors.at(
+                discriminant,
+                "a variant of a #[cmc::roles] enum has no discriminant",
+            );
+        }
+        let ty = match &variant.fields {
+            syn::Fields::Unnamed(fields) if fields.unnamed.len() == 1 => &fields.unnamed[0].ty,
+            syn::Fields::Unnamed(fields) => {
+                errors.at(
+                    fields,
+                    format!(
+                        "{ROLES_SHAPE}; `{}` has {} fields (put them in a struct of their own \
+                         and make that the process type)",
+                        variant.ident,
+                        fields.unnamed.len()
+                    ),
+                );
+                continue;
+            }
+            syn::Fields::Named(fields) => {
+                errors.at(
+                    fields,
+                    format!(
+                        "{ROLES_SHAPE}: a tuple variant; `{}` has named fields",
+                        variant.ident
+                    ),
+                );
+                continue;
+            }
+            syn::Fields::Unit => {
+                errors.at(
+                    &variant.ident,
+                    format!("{ROLES_SHAPE}; `{}` wraps nothing", variant.ident),
+                );
+                continue;
+            }
+        };
+        let cfgs = variant
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("cfg"))
+            .collect();
+        roles.push(Role {
+            variant: &variant.ident,
+            ty,
+            cfgs,
+        });
+    }
+    Some(Roles {
+        name: &item.ident,
+        roles,
+    })
+}

@@ -619,6 +619,25 @@ impl<P: Process> Ctx<'_, P> {
         unsafe { &mut *self.env }
     }
 
+    /// The same context for a process type with the same messages and
+    /// shared variables: a role of a `#[cmc::roles]` enum runs its handlers
+    /// with it. A `Ctx` depends on its process type only through those two
+    /// types, so the copy is exact; it borrows `self`, so only one of the
+    /// two is used at a time.
+    pub(crate) fn narrow<R>(&mut self) -> Ctx<'_, R>
+    where
+        R: Process<Msg = P::Msg, Shared = P::Shared>,
+    {
+        Ctx {
+            me: self.me,
+            count: self.count,
+            env: self.env,
+            mem: self.mem,
+            env_arena: self.env_arena,
+            net: self.net,
+        }
+    }
+
     /// This process's index.
     pub fn me(&self) -> usize {
         self.me
@@ -828,6 +847,19 @@ impl<P: Process> fmt::Debug for View<'_, P> {
 }
 
 impl<'a, P: Process> View<'a, P> {
+    /// The same view for a process type with the same messages and shared
+    /// variables (see [`Ctx::narrow`]).
+    pub(crate) fn narrow<R>(&self) -> View<'a, R>
+    where
+        R: Process<Msg = P::Msg, Shared = P::Shared>,
+    {
+        View {
+            me: self.me,
+            count: self.count,
+            env: self.env,
+        }
+    }
+
     /// The shared variables.
     pub fn shared(&self) -> &'a P::Shared {
         crate::por::note(crate::por::READ_SHARED);

@@ -778,7 +778,21 @@ impl<'m, P: Process> Engine<'m, P> {
                 "a model needs at least one process".into(),
             )));
         }
-        let handlers = P::handlers();
+        // A hand-written table, or a roles enum whose role has too many
+        // handlers, can panic while it is built: a model error, not a
+        // crash of the checker.
+        let handlers = user_code(false, P::handlers).map_err(|(message, location)| {
+            SetupFailure::Error(CheckError::Model(format!(
+                "the handler table of {} could not be built: {message} (at {location})",
+                std::any::type_name::<P>()
+            )))
+        })?;
+        let invariants = user_code(false, P::invariants).map_err(|(message, location)| {
+            SetupFailure::Error(CheckError::Model(format!(
+                "the invariants of {} could not be listed: {message} (at {location})",
+                std::any::type_name::<P>()
+            )))
+        })?;
         let mut names = HashSet::new();
         for h in &handlers {
             if !names.insert(h.name) {
@@ -868,6 +882,27 @@ impl<'m, P: Process> Engine<'m, P> {
                 .iter()
                 .filter(|h| matches!(h.trigger, Trigger::Start))
             {
+                if handler.applies.is_some() {
+                    let root = roots[p];
+                    // SAFETY: a live object just built; nothing else
+                    // refers to it now.
+                    let applies = user_code(false, || handler.applies_to(unsafe { &*root }));
+                    match applies {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err((message, location)) => {
+                            return Err(SetupFailure::Violation(ViolationRecord {
+                                kind: ViolationKind::Panic,
+                                property: format!(
+                                    "whether start handler {} applies to process {p}",
+                                    handler.name
+                                ),
+                                message: format!("process {p}: {message}"),
+                                location: Some(location),
+                            }));
+                        }
+                    }
+                }
                 if crate::identity::random::enabled() {
                     crate::identity::random::seed_for(0x7374_6172_7400_0000 | p as u128);
                 }
@@ -961,7 +996,7 @@ impl<'m, P: Process> Engine<'m, P> {
             roots,
             env,
             handlers,
-            invariants: P::invariants(),
+            invariants,
             registered: crate::registry::invariants_for::<P>()
                 .into_iter()
                 .filter(|(name, _)| !model.without.iter().any(|w| w == name))
@@ -1149,7 +1184,19 @@ impl<'m, P: Process> Engine<'m, P> {
             let mut events = Vec::new();
             let mut prints = Vec::new();
             for p in 0..self.roots.len() {
+                // SAFETY: a live root of the loaded state.
+                let proc = unsafe { &*self.roots[p] };
                 for (h, handler) in self.handlers.iter().enumerate() {
+                    if handler.applies.is_some() {
+                        // A handler of another kind of process (another
+                        // role) is never enabled here, whatever its
+                        // trigger.
+                        running.set((p, h));
+                        isolate::phase_args(p as u64, h as u64);
+                        if !handler.applies_to(proc) {
+                            continue;
+                        }
+                    }
                     if por {
                         crate::por::begin();
                     }
@@ -1163,8 +1210,6 @@ impl<'m, P: Process> Engine<'m, P> {
                                 count: self.roots.len(),
                                 env,
                             };
-                            // SAFETY: a live root of the loaded state.
-                            let proc = unsafe { &*self.roots[p] };
                             running.set((p, h));
                             isolate::phase_args(p as u64, h as u64);
                             guard(proc, &view)

@@ -30,6 +30,7 @@ mod por;
 pub mod progress;
 pub mod registry;
 mod replay;
+mod roles;
 mod search;
 mod shared;
 mod stack;
@@ -62,7 +63,7 @@ pub use crate::trace::{
     ViolationRecord, TRACE_VERSION,
 };
 pub use crate::world::World;
-pub use cmc_macros::{eventually, invariant, model, process, sometimes, StateHash};
+pub use cmc_macros::{eventually, invariant, model, process, roles, sometimes, StateHash};
 
 impl<P: Process> Model<P> {
     /// Explores the model's state space and reports what it found.
@@ -109,6 +110,11 @@ pub mod __private {
     };
     pub use crate::identity::Sources;
     pub use crate::model::StateHasher;
+    pub use crate::roles::{
+        lift_handlers, lift_invariants, role_has_source, role_hash, Narrowing, Role, RoleTables,
+        MAX_ENTRIES,
+    };
+    pub use std::sync::OnceLock;
 
     /// `SelfContained::<T>::VALUE`: `T`'s `StateHash::SELF_CONTAINED` when
     /// `T` implements `StateHash`, else (through [`NotStateHash`], which

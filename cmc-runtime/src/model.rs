@@ -29,6 +29,11 @@ impl<T: Clone + fmt::Debug + 'static> Message for T {}
 /// memory, so it needs no `Clone`, `Hash`, `Eq` or `Serialize`.
 ///
 /// `#[cmc::process]` implements this trait; it can also be written by hand.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a cmc process type",
+    label = "not a process type",
+    note = "put #[cmc::process] on an impl block of `{Self}` whose methods marked #[handler] are its steps"
+)]
 pub trait Process: Sized + 'static {
     /// The messages processes of this type exchange (`()` when none).
     type Msg: Message;
@@ -105,6 +110,9 @@ pub struct Handler<P: Process> {
     pub body: Body<P>,
     /// Whether it runs under weak fairness (see [`Handler::fair`]).
     pub fair: bool,
+    /// Which processes have the handler: all (`None`), or those where the
+    /// function holds (see [`Handler::applies`]).
+    pub applies: Option<fn(&P) -> bool>,
 }
 
 impl<P: Process> Handler<P> {
@@ -115,7 +123,25 @@ impl<P: Process> Handler<P> {
             trigger: Trigger::Always,
             body,
             fair: false,
+            applies: None,
         }
+    }
+
+    /// Gives the handler only to the processes where `applies` holds: in
+    /// the others it is never enabled, whatever its trigger (a timer of
+    /// the same name there is another handler's), and a start handler does
+    /// not run. It says what kind of process this is, not what state it
+    /// is in, so it must give the same answer in every state. A
+    /// `#[cmc::roles]` enum gives each role's handlers to the processes of
+    /// that role this way.
+    pub fn applies(mut self, applies: fn(&P) -> bool) -> Self {
+        self.applies = Some(applies);
+        self
+    }
+
+    /// Whether the handler is one of `process`'s (see [`Handler::applies`]).
+    pub(crate) fn applies_to(&self, process: &P) -> bool {
+        self.applies.is_none_or(|applies| applies(process))
     }
 
     /// Puts the handler under weak fairness for liveness properties
@@ -158,6 +184,7 @@ impl<P: Process> Clone for Handler<P> {
             name: self.name,
             trigger: self.trigger,
             body: self.body,
+            applies: self.applies,
         }
     }
 }
@@ -167,6 +194,7 @@ impl<P: Process> fmt::Debug for Handler<P> {
         f.debug_struct("Handler")
             .field("name", &self.name)
             .field("trigger", &self.trigger)
+            .field("applies", &self.applies.is_some())
             .finish()
     }
 }

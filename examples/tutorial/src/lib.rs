@@ -4,3 +4,4 @@
 pub mod first;
 pub mod lossy;
 pub mod properties;
+pub mod roles;

@@ -78,3 +78,23 @@ fn a_leak_is_found() {
         ReplayOutcome::Reproduced(v.record.clone())
     );
 }
+
+/// Pinned: the chapter "Writing models" quotes the count, and the seeded
+/// bug's trace (`--features bug-regrant`).
+#[test]
+fn the_lock_service_gives_the_lock_to_one_client_at_a_time() {
+    let r = tutorial::roles::two_clients().check().unwrap();
+    if tutorial::roles::SEEDED_BUG {
+        let v = &r.violations[0];
+        assert_eq!(v.record.property, "mutual_exclusion");
+        assert_eq!(v.trace.steps.len(), 11, "{v}");
+        return;
+    }
+    assert_eq!(
+        r.verdict,
+        Verdict::Pass,
+        "{:?}",
+        r.violations.first().map(|v| v.to_string())
+    );
+    assert_eq!(r.stats.unique, 141);
+}
