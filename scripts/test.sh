@@ -31,5 +31,16 @@ cargo test --release -p membership --features bug-refute-without-adopting
 cargo test --release -p tutorial --features bug-regrant
 cargo test --release -p cmc-tests --test roles --features tutorial/bug-regrant
 
+# The second flagship: tikv's raft crate (from crates.io, unmodified) under
+# a small key-value store. Its own workspace and target directory; the
+# election model in full, a command committed, and each seeded bug found
+# with its shortest trace, which replays.
+cargo test --release --manifest-path examples/raft/Cargo.toml
+for bug in send-before-persist restart-without-hardstate apply-uncommitted \
+           hardstate-with-entries-only; do
+  cargo test --release --manifest-path examples/raft/Cargo.toml --test check \
+    --features "bug-$bug"
+done
+
 # The two-phase commit example's seeded bug.
 cargo test --release -p two-phase-commit --features bug-commit-without-all-prepared

@@ -388,11 +388,20 @@ impl Node {
                 store.wl().set_hardstate(hs.clone());
             }
 
+            let hard_state = if cfg!(feature = "bug-hardstate-with-entries-only")
+                && ready.entries().is_empty()
+            {
+                // Saves a disk write: a ready without entries rarely has
+                // anything else worth persisting... except a vote.
+                None
+            } else {
+                ready.hs().cloned()
+            };
             let mut write = Write {
                 number: ready.number(),
                 snapshot,
                 entries: ready.entries().clone(),
-                hard_state: ready.hs().cloned(),
+                hard_state,
                 messages: ready.take_persisted_messages(),
             };
             if cfg!(feature = "bug-send-before-persist") {
