@@ -14,19 +14,18 @@
 //!
 //! **Canonical addresses.** The breadth-first traversal from the root,
 //! following pointer fields in offset order, gives every reachable object
-//! its *BFS access chain*. An object's canonical address is looked up in the
-//! [`CanonTable`] under (its parent's canonical address + the field offset,
-//! its length), so it is a function of the chain. When the key is new and
-//! the object already had an address (its chain changed), that address is
-//! reused (Fig. 3.5), so moving an object between data structures does not
-//! rehash it. Two objects of one heap must not share an address; where reuse
-//! made two keys name the same address and both are live, the later object
-//! in BFS order takes the key's next *probe* address. The thesis resolves
-//! such conflicts by mutating the table, which lets equal heaps computed
-//! before and after the mutation differ; here no entry ever changes once
-//! defined, so the fingerprint of a heap graph is the same whenever it is
-//! computed (tables only grow), which the randomized test checks against a
-//! from-scratch canonicalization.
+//! its *BFS access chain*. An object's canonical address is a hash of its
+//! key, (its parent's canonical address + the field offset), so it is a
+//! function of the chain alone: the same heap gets the same addresses, and
+//! the same fingerprint, whenever, wherever and after whatever other heaps
+//! it is computed — in another worker of a parallel search, in another
+//! order of exploration, in a replay. (The thesis learns addresses in a
+//! table and lets an object whose chain changed keep its old address (its
+//! Fig. 3.5), which saves rehashing moved objects but makes an address
+//! depend on the heaps seen before: two workers, or two orders, then split
+//! one state into several.) Two objects of one heap must not share an
+//! address: where two keys hash to one address, the later object in BFS
+//! order takes the address of its key at the next *probe* level.
 //!
 //! **The fingerprint** is the sum of one 128-bit term per reachable object,
 //! a hash of (canonical address, length, bytes with every pointer replaced
@@ -93,14 +92,16 @@ const BLOCK_HDR: usize = 16;
 /// (below 4 GiB) never reach the next one. The root object is at 0.
 const STRIDE: u64 = 1 << 32;
 
-/// The learned mapping from access-chain keys to canonical addresses,
-/// shared by every heap of a search (see the module documentation).
+/// How access-chain keys become canonical addresses, and what that cost
+/// (see the module documentation). An address is a function of its key
+/// alone, so every search, every worker of a parallel search and every
+/// order of exploration gives a heap the same fingerprint.
 #[derive(Debug)]
 pub struct CanonTable {
-    primary: HashMap<u64, u64>,
-    probes: HashMap<(u64, u32), u64>,
-    next: u64,
-    reused: u64,
+    /// Keys placed so far (with repetitions).
+    placed: u64,
+    /// Probes taken because two live objects' keys hashed to one address.
+    probes: u64,
 }
 
 impl Default for CanonTable {
@@ -113,69 +114,45 @@ impl CanonTable {
     /// An empty table.
     pub fn new() -> Self {
         CanonTable {
-            primary: HashMap::default(),
-            probes: HashMap::default(),
-            next: STRIDE,
-            reused: 0,
+            placed: 0,
+            probes: 0,
         }
     }
 
-    /// Keys defined so far (access chains seen, plus conflict probes).
+    /// Objects placed so far (one per reachable object per traversal).
     pub fn entries(&self) -> usize {
-        self.primary.len() + self.probes.len()
+        self.placed as usize
     }
 
-    /// Probe addresses defined because two live objects' keys named the
-    /// same address.
+    /// Probes taken because two live objects' keys named the same address.
     pub fn conflicts(&self) -> usize {
-        self.probes.len()
-    }
-
-    /// Keys that were defined by reusing an object's previous address.
-    pub fn reused(&self) -> u64 {
-        self.reused
-    }
-
-    fn fresh(&mut self) -> u64 {
-        let at = self.next;
-        self.next += STRIDE;
-        at
+        self.probes as usize
     }
 
     /// The canonical address of an object reached through the pointer field
-    /// at canonical address `key`. `old` is the object's address
-    /// before this traversal, if it had one; `taken` tells whether an address
-    /// already belongs to an earlier object of this traversal.
-    fn place(&mut self, key: u64, old: Option<u64>, taken: impl Fn(u64) -> bool) -> u64 {
-        let mut at = match self.primary.get(&key) {
-            Some(&a) => a,
-            None => {
-                let a = match old {
-                    Some(a) if !taken(a) => {
-                        self.reused += 1;
-                        a
-                    }
-                    _ => self.fresh(),
-                };
-                self.primary.insert(key, a);
-                a
-            }
+    /// at canonical address `key`: a hash of the key (level 0), or, when an
+    /// earlier object of this traversal has that address (`taken`), of the
+    /// key and the next level. A multiple of the stride, never the root's 0.
+    fn place(&mut self, key: u64, taken: impl Fn(u64) -> bool) -> u64 {
+        self.placed += 1;
+        let address = |level: u64| {
+            let h = crate::hash::fmix64(key ^ level.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ SALT);
+            (h >> 32).max(1) << 32
         };
-        let mut level = 0u32;
+        let mut level = 0;
+        let mut at = address(0);
         while taken(at) {
             level += 1;
-            at = match self.probes.get(&(key, level)) {
-                Some(&a) => a,
-                None => {
-                    let a = self.fresh();
-                    self.probes.insert((key, level), a);
-                    a
-                }
-            };
+            self.probes += 1;
+            at = address(level);
         }
         at
     }
 }
+
+/// Mixed into every canonical address, so that a key of 0 does not hash to
+/// a small value.
+const SALT: u64 = 0x636d_635f_6361_6e6f;
 
 /// A pointer field: the word at `field` points `interior` bytes into the
 /// object whose payload starts at arena offset `target`.
@@ -750,9 +727,7 @@ impl HeapGraph {
                 let old = child.reachable.then_some(child.reloc);
                 let key = preloc + e.field as u64;
                 let taken = &self.taken;
-                let at = table.place(key, old, |a| {
-                    taken.get(&a).is_some_and(|&(ep, _)| ep == epoch)
-                });
+                let at = table.place(key, |a| taken.get(&a).is_some_and(|&(ep, _)| ep == epoch));
                 let child = self.objs.get_mut(&e.target).expect("edge to a live object");
                 if old != Some(at) {
                     moved.push(e.target);

@@ -479,6 +479,15 @@ fn randomized(seed: u64, steps: usize) {
                 again, fp,
                 "seed {seed} step {step}: incremental and fresh graphs differ"
             );
+            // And one that has seen no other heap (as another worker of a
+            // parallel search, or a search in another order, would be).
+            let mut alone = HeapGraph::new(&mem, arena, root.cast());
+            let again = alone.fingerprint(&mut mem, &mut CanonTable::new(), s);
+            alone.release(&mut mem);
+            assert_eq!(
+                again, fp,
+                "seed {seed} step {step}: the fingerprint depends on the heaps seen before"
+            );
         }
         let form = reference_form(&mem, arena, root.cast());
         let bytes = mem.arena_sum(s, arena);
@@ -511,10 +520,9 @@ fn randomized(seed: u64, steps: usize) {
     }
     eprintln!(
         "seed {seed}: {distinct} distinct heaps, {merged} byte-different repeats merged, \
-         {:?}, table {} entries ({} reused, {} conflicts)",
+         {:?}, {} objects placed ({} probes)",
         graph.stats(),
         table.entries(),
-        table.reused(),
         table.conflicts()
     );
     assert!(
