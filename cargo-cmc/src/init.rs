@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use cargo_metadata::MetadataCommand;
+use cargo_metadata::{Metadata, MetadataCommand, Package};
 
 use crate::cli::{InitArgs, OK};
 
@@ -19,6 +19,34 @@ fn runtime_dir() -> Result<PathBuf> {
              install cargo cmc again from a checkout (cargo install --locked --path cargo-cmc)",
             dir.display()
         )
+    })
+}
+
+/// The manifest cargo would use here: the nearest `Cargo.toml` in the
+/// current directory or above it.
+fn nearest_manifest() -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    cwd.ancestors()
+        .map(|dir| dir.join("Cargo.toml"))
+        .find(|manifest| manifest.is_file())
+        .with_context(|| {
+            format!(
+                "not inside a cargo package: no Cargo.toml in {} or above",
+                cwd.display()
+            )
+        })
+}
+
+/// The package whose manifest is `manifest`: the workspace's root package,
+/// or one of its members (`cargo metadata --no-deps` names no root package
+/// when run in a member, so it is found by its manifest's path).
+fn package_of<'m>(meta: &'m Metadata, manifest: &Path) -> Option<&'m Package> {
+    let manifest = manifest.canonicalize().ok()?;
+    meta.workspace_packages().into_iter().find(|pkg| {
+        pkg.manifest_path
+            .as_std_path()
+            .canonicalize()
+            .is_ok_and(|m| m == manifest)
     })
 }
 
@@ -40,11 +68,15 @@ pub(crate) fn run(args: InitArgs) -> Result<u8> {
         ),
         other => anyhow::Error::new(other).context("cannot run `cargo metadata`"),
     })?;
-    let Some(pkg) = meta.root_package() else {
+    let manifest = match &args.manifest_path {
+        Some(path) => path.clone(),
+        None => nearest_manifest()?,
+    };
+    let Some(pkg) = package_of(&meta, &manifest) else {
         bail!(
             "run `cargo cmc init` in a package (or give --manifest-path of one): {} is a \
              workspace without a root package",
-            meta.workspace_root
+            manifest.display()
         );
     };
     let Some(lib) = pkg.targets.iter().find(|t| t.is_lib()) else {

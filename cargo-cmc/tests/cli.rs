@@ -1580,6 +1580,56 @@ fn init_makes_a_check_crate_that_passes_out_of_the_box() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `cargo cmc init` in a member of a workspace (whose root is not a
+/// package): the check crate goes into the member, depends on it, and
+/// `cargo cmc check` from the member finds it.
+#[test]
+fn init_in_a_workspace_member_makes_the_members_check_crate() {
+    let dir = tempdir("init-member");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[workspace]\nresolver = \"2\"\nmembers = [\"link\"]\n",
+    )
+    .unwrap();
+    let member = dir.join("link");
+    std::fs::create_dir_all(member.join("src")).unwrap();
+    std::fs::write(
+        member.join("Cargo.toml"),
+        "[package]\nname = \"link\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(member.join("src/lib.rs"), "pub struct Sender;\n").unwrap();
+    let out = run(&member.join("src"), &["init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest = std::fs::read_to_string(member.join("cmc/Cargo.toml")).unwrap();
+    assert!(manifest.contains("link = { path = \"..\" }"), "{manifest}");
+    assert!(!dir.join("cmc").exists(), "not at the workspace root");
+    let out = run(&member, &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .any(|l| summary_re(l, "link_cmc::sample", "pass") && l.contains("unique=16 ")),
+        "{}",
+        text(&out.stdout)
+    );
+    // At the root of the workspace, which is no package, init says so.
+    let out = run(&dir, &["init"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("workspace without a root package"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--model` names models exactly (full path or last segments) or by a
 /// glob; `--exclude` leaves some out.
 #[test]
