@@ -495,6 +495,16 @@ fn with_run<R>(what: &str, f: impl FnOnce(&mut Run) -> R) -> R {
 
 #[track_caller]
 fn choice(n: usize, what: &str) -> usize {
+    match pick(n, what) {
+        Ok(value) => value,
+        Err(message) => panic!("{message}: the trace does not fit the program"),
+    }
+}
+
+/// The next choice in `0..n`: the script's, or the generator's, or 0; an
+/// error (recorded as the run's misfit) when a replayed value is out of
+/// range.
+fn pick(n: usize, what: &str) -> Result<usize, String> {
     with_run(what, |run| {
         let at = run.taken.len();
         let value = match run.script.get(at) {
@@ -513,17 +523,19 @@ fn choice(n: usize, what: &str) -> usize {
                 at + 1
             );
             run.misfit = Some(message.clone());
-            panic!("{message}: the trace does not fit the program");
+            return Err(message);
         }
         run.taken.push((value, n));
-        value
+        Ok(value)
     })
 }
 
 /// A choice made by the engine itself (which message the environment loses
-/// or duplicates).
-pub(crate) fn choice_internal(n: usize) -> usize {
-    choice(n, "an environment event")
+/// or duplicates); `None` when a replayed (or shortened) trace's value is
+/// out of range now — recorded as the run's misfit, not a panic, since the
+/// engine's own code is not caught like a handler's.
+pub(crate) fn choice_internal(n: usize) -> Option<usize> {
+    pick(n, "an environment event").ok()
 }
 
 /// Records what the current step delivered, lost or duplicated, when the

@@ -1496,7 +1496,11 @@ impl<'m, P: Process> Engine<'m, P> {
             let _sys = system_scope();
             self.env().distinct()
         };
-        let i = distinct[ctx::choice_internal(distinct.len())];
+        let Some(pick) = ctx::choice_internal(distinct.len()) else {
+            // The trace does not fit (the run's misfit says why).
+            return;
+        };
+        let i = distinct[pick];
         let _in = self.mem.enter(self.env_arena);
         // SAFETY: the environment root is live; no other reference exists.
         let env = unsafe { &mut *self.env };
@@ -2058,6 +2062,14 @@ pub(crate) fn stderr_tail(stderr: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
+    // A panic's own lines (where, then what) say more than the end of the
+    // backtrace that follows them.
+    if let Some(at) = said
+        .iter()
+        .rposition(|l| l.starts_with("thread '") && l.contains("panicked at"))
+    {
+        return said[at..(at + 2).min(said.len())].join(" / ");
+    }
     said[said.len().saturating_sub(3)..].join(" / ")
 }
 
