@@ -63,6 +63,7 @@ pub struct Limits {
     pub crashes: u32,
 }
 
+// ANCHOR: node
 /// What a node has persisted: it survives a crash.
 #[derive(Clone, Debug)]
 pub struct Disk {
@@ -132,6 +133,7 @@ pub struct Node {
     /// What does not.
     pub volatile: Volatile,
 }
+// ANCHOR_END: node
 
 fn logger() -> slog::Logger {
     slog::Logger::root(slog::Discard, slog::o!())
@@ -347,6 +349,7 @@ impl Node {
         self.on_ready();
     }
 
+    // ANCHOR: ready
     /// Handles every pending `Ready`.
     fn on_ready(&mut self) {
         let v = &mut self.volatile;
@@ -426,6 +429,7 @@ impl Node {
             v.raft.advance_apply();
         }
     }
+    // ANCHOR_END: ready
 
     /// Takes the messages to send.
     pub fn take_outbox(&mut self) -> Vec<(Id, Message)> {

@@ -22,6 +22,7 @@ pub struct Environment {
     pub crashes: u32,
 }
 
+// ANCHOR: process
 #[cmc::process(msg = Message, shared = Environment)]
 impl Node {
     /// A message arrives.
@@ -81,6 +82,8 @@ impl Node {
     }
 }
 
+// ANCHOR_END: process
+
 /// The cmc process index of raft id `id`.
 fn index(id: Id) -> usize {
     usize::try_from(id - 1).expect("raft ids are small")
@@ -102,6 +105,7 @@ fn nodes<'a>(world: &World<'a, Node>) -> Vec<&'a Node> {
     world.processes().collect()
 }
 
+// ANCHOR: invariants
 /// At most one leader per term.
 #[cmc::invariant]
 fn election_safety(world: &World<'_, Node>) -> Result<(), String> {
@@ -125,6 +129,7 @@ fn leader_completeness(world: &World<'_, Node>) -> Result<(), String> {
 fn state_machine_safety(world: &World<'_, Node>) -> Result<(), String> {
     crate::state_machine_safety(&nodes(world))
 }
+// ANCHOR_END: invariants
 
 /// Some replica applies a client's command: the models with proposals
 /// must be able to commit one (a reachability property: the search reports
@@ -159,6 +164,7 @@ pub fn raft_3_election() -> Model<Node> {
     group(3, ELECTION, NetworkConfig::new().capacity(2))
 }
 
+// ANCHOR: crash_model
 /// Elections with a crash: term 1 only, no proposal, one crash.
 pub const CRASH: Limits = Limits {
     max_term: 1,
@@ -173,6 +179,7 @@ pub const CRASH: Limits = Limits {
 pub fn raft_3_crash() -> Model<Node> {
     group(3, CRASH, NetworkConfig::new().capacity(3))
 }
+// ANCHOR_END: crash_model
 
 /// Replication: terms up to 2, one proposal, no crash.
 pub const REPLICATION: Limits = Limits {
