@@ -22,6 +22,12 @@ for bug in rerr-seqno hopcount-compare reboot-null-route invalid-route-reply \
   cargo test --release -p aodv --test check --test rerr_race --features "bug-$bug"
 done
 
+# The deepest seeded bug, which breadth-first search does not reach in
+# aodv_4_nodes (random walks do): its scripted sequence and a recorded
+# walk trace, replayed.
+cargo test --release -p aodv --test check --test reverse_route_revive \
+  --features bug-reverse-route-revive
+
 # The membership example's seeded bug (ordinary std collections, a
 # Debug-only message type): found, and its trace replays.
 cargo test --release -p membership --features bug-refute-without-adopting

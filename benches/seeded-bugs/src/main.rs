@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Each bug, its feature's property, and the model that shows it.
-const BUGS: [(&str, &str); 7] = [
+const BUGS: [(&str, &str); 8] = [
     ("invalid-route-reply", "aodv_3_nodes"),
     ("reboot-null-route", "aodv_3_nodes"),
     ("hopcount-overflow", "aodv_3_nodes"),
@@ -27,6 +27,7 @@ const BUGS: [(&str, &str); 7] = [
     ("rerr-seqno", "aodv_4_line"),
     ("hopcount-compare", "aodv_4_ring"),
     ("gratuitous-self-route", "aodv_4_ring"),
+    ("reverse-route-revive", "aodv_4_nodes"),
 ];
 
 fn example() -> PathBuf {

@@ -385,7 +385,36 @@ impl Node {
         // Reverse route (reading of §6.5: under the §6.2 rule), with the
         // minimal lifetime of §6.5.
         let lifetime = 2 * NET_TRAVERSAL_TIME - 2 * u32::from(hops) * NODE_TRAVERSAL_TIME;
+        #[cfg(not(feature = "bug-reverse-route-revive"))]
         self.update_route(q.orig, q.orig_seq, hops, q.hop_count, from, lifetime, out);
+        // Seeded bug: an invalid reverse route is revived by any RREQ from
+        // its originator, and its sequence number is "copied if greater"
+        // (§6.5), so it keeps the number it was invalidated with, one more
+        // than the originator ever sent; the §6.2 rule is applied only to
+        // valid routes.
+        #[cfg(feature = "bug-reverse-route-revive")]
+        match self.routes.get(q.orig).filter(|r| !r.is_valid()).cloned() {
+            Some(r) => {
+                let seq = if r.valid_seq {
+                    seqno::max(r.seq, q.orig_seq)
+                } else {
+                    q.orig_seq
+                };
+                let route = Route {
+                    seq,
+                    valid_seq: true,
+                    state: RouteState::Valid,
+                    hops,
+                    next_hop: from,
+                    lifetime,
+                    ..r
+                };
+                self.install(route, out);
+            }
+            None => {
+                self.update_route(q.orig, q.orig_seq, hops, q.hop_count, from, lifetime, out);
+            }
+        }
         // Reading: no valid route back means no reply is possible and the
         // request is older than what this node knows: drop it.
         let Some(rev) = self.routes.valid(q.orig).cloned() else {
