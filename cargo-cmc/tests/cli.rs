@@ -235,6 +235,8 @@ fn the_json_result_object_has_every_promised_field() {
             "walks",
             "jobs",
             "replayed",
+            "slept",
+            "reexpanded",
             "complete",
             "reached",
             "violations",
