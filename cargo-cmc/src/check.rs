@@ -82,6 +82,7 @@ pub(crate) fn fingerprint_mode(f: FingerprintArg) -> FingerprintMode {
         FingerprintArg::Heap => FingerprintMode::Heap,
         FingerprintArg::Bytes => FingerprintMode::Bytes,
         FingerprintArg::Abstract => FingerprintMode::Abstract,
+        FingerprintArg::Typed => FingerprintMode::Typed,
     }
 }
 

@@ -113,8 +113,13 @@ pub(crate) enum FingerprintArg {
     /// The process type's Debug output, canonicalized (maps and sets count
     /// as unordered).
     Debug,
+    /// The value walked by its type information (the executable's
+    /// debugging information): the default for types with none of the
+    /// above.
+    Typed,
     /// The canonical heap reachable from each process (the default only
-    /// for types with none of the above).
+    /// for types with none of the above that the debugging information
+    /// does not describe).
     Heap,
     /// The raw pages of each process's arena (fastest; equal values with
     /// different bytes count twice).

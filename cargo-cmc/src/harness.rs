@@ -77,7 +77,7 @@ user_models = {{ package = {pkg_name_q}, path = {dir}, default-features = {defau
 cmc = {{ package = "cmc-runtime", {runtime} }}
 
 [profile.release]
-debug = 1
+debug = 2
 debug-assertions = true
 overflow-checks = true
 "#,

@@ -294,8 +294,20 @@ impl<P: Process> Fingerprinter<P> {
         let process = match mode {
             None => fns
                 .process
-                .best()
+                .best_or_typed()
                 .map_or(Chosen::Heap, |(m, f)| Chosen::Value(m, f)),
+            Some(FingerprintMode::Typed) => match crate::identity::typed::available::<P>() {
+                Ok(()) => Chosen::Value(
+                    FingerprintMode::Typed,
+                    crate::identity::typed::typed_hash::<P>,
+                ),
+                Err(why) => {
+                    return Err(CheckError::Model(format!(
+                        "fingerprint mode `typed` cannot describe the process type {}: {why}",
+                        std::any::type_name::<P>()
+                    )))
+                }
+            },
             Some(FingerprintMode::Heap) => Chosen::Heap,
             Some(FingerprintMode::Bytes) => Chosen::Bytes,
             Some(FingerprintMode::Abstract) => {
@@ -328,6 +340,10 @@ impl<P: Process> Fingerprinter<P> {
         let shared = match fns.shared.best() {
             Some((m, f)) => Chosen::Value(m, f),
             None if size_of::<P::Shared>() == 0 => Chosen::Nothing,
+            None if crate::identity::typed::available::<P::Shared>().is_ok() => Chosen::Value(
+                FingerprintMode::Typed,
+                crate::identity::typed::typed_hash::<P::Shared>,
+            ),
             None => Chosen::Heap,
         };
         let graphs = if matches!(process, Chosen::Heap) {
@@ -981,7 +997,11 @@ impl<'m, P: Process> Engine<'m, P> {
         // like a pointer can change. Otherwise handlers run on the stack as
         // they find it, which saves zeroing 16 KiB per transition.
         let raw = |c: Option<FingerprintMode>| {
-            matches!(c, Some(FingerprintMode::Bytes | FingerprintMode::Heap))
+            // The typed walk reads a union's bytes as they are.
+            matches!(
+                c,
+                Some(FingerprintMode::Bytes | FingerprintMode::Heap | FingerprintMode::Typed)
+            )
         };
         let scrub = model.detect_leaks || raw(fp.process.mode()) || raw(fp.shared.mode());
         let tree = match isolate::tree_view() {
@@ -1881,7 +1901,7 @@ impl<'m, P: Process> Names<'m, P> {
             .collect();
         let source = mode
             .or(model.fingerprint)
-            .or_else(|| P::hash_fns().process.best().map(|(m, _)| m))
+            .or_else(|| P::hash_fns().process.best_or_typed().map(|(m, _)| m))
             .unwrap_or(FingerprintMode::Heap)
             .name();
         Names {

@@ -461,6 +461,7 @@ pub struct Bounds {
 /// fingerprinted by their meaning, whatever the mode). Without a choice,
 /// each type uses the best source it offers: [`FingerprintMode::State`],
 /// then [`FingerprintMode::Hash`], then [`FingerprintMode::Debug`], then
+/// [`FingerprintMode::Typed`] where the executable describes the type, then
 /// [`FingerprintMode::Heap`] (see [`crate::identity`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -492,6 +493,11 @@ pub enum FingerprintMode {
     /// ([`Model::abstraction`]): CMC's "abstract state". Sound only when
     /// states with equal abstractions behave alike.
     Abstract,
+    /// The value walked by its type information (the executable's DWARF,
+    /// see [`crate::identity::typed`]): fields, not padding; live
+    /// elements, not spare capacity; map entries, not bucket layout. For
+    /// types with no `StateHash`, `Hash` or `Debug`.
+    Typed,
 }
 
 impl FingerprintMode {
@@ -504,6 +510,7 @@ impl FingerprintMode {
             FingerprintMode::Hash => "hash",
             FingerprintMode::Debug => "debug",
             FingerprintMode::Abstract => "abstract",
+            FingerprintMode::Typed => "typed",
         }
     }
 }
@@ -835,7 +842,7 @@ impl<P: Process> Model<P> {
         self.fingerprint.unwrap_or_else(|| {
             P::hash_fns()
                 .process
-                .best()
+                .best_or_typed()
                 .map_or(FingerprintMode::Heap, |(mode, _)| mode)
         })
     }

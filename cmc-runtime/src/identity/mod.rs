@@ -17,8 +17,11 @@
 //!    groups, which is how maps and sets print, count as unordered
 //!    collections, so a `HashMap` inside a third-party type counts by its
 //!    contents;
-//! 4. for process types and shared variables only, the canonical heap
-//!    ([`crate::canon`]).
+//! 4. for process types and shared variables only, their type
+//!    information ([`typed`]): the value walked by the layout the compiler
+//!    describes in the executable's debugging information;
+//! 5. for process types and shared variables only, the canonical heap
+//!    ([`crate::canon`]), when the executable does not describe the type.
 //!
 //! Which sources a type has is detected at compile time, where the type is
 //! concrete: `#[cmc::process]` and `#[derive(cmc::StateHash)]` probe for
@@ -32,6 +35,7 @@ pub(crate) mod layout;
 pub mod probe;
 pub mod random;
 mod std_impls;
+pub mod typed;
 
 pub use debug::debug_hash;
 
@@ -145,6 +149,19 @@ impl<T: ?Sized> Sources<T> {
             FingerprintMode::Debug => self.debug,
             _ => None,
         }
+    }
+}
+
+impl<T> Sources<T> {
+    /// The best source including the typed walk ([`typed`]), which a type
+    /// offers when the executable describes it: what the engine uses when
+    /// the model does not choose.
+    pub fn best_or_typed(&self) -> Option<(FingerprintMode, HashFn<T>)> {
+        self.best().or_else(|| {
+            typed::available::<T>()
+                .is_ok()
+                .then_some((FingerprintMode::Typed, typed::typed_hash::<T> as HashFn<T>))
+        })
     }
 }
 

@@ -1,0 +1,163 @@
+//! The typed identity: a value fingerprinted by walking it with the type
+//! information the compiler wrote into the executable (DWARF), for types
+//! that offer no `StateHash`, `Hash` or `Debug` — a third-party type such
+//! as raft-rs's `RawNode`.
+//!
+//! The walk sees what the bytes mean: every field of a struct (never its
+//! padding), the live variant of an enum, what a pointer points to
+//! (whatever its address), a `Vec`'s live elements (not its spare
+//! capacity), a `VecDeque` in logical order, a hash map's entries as an
+//! unordered collection (not its random keys or bucket layout), a B-tree's
+//! entries in order (not its node shapes), the value an `Rc` or `Arc` holds
+//! (not its reference counts), the concrete type and value behind a `dyn`.
+//! Shared objects hash once per walk; a cycle hashes as its length.
+//!
+//! It needs full debugging information (`debug = 2`, which `cargo cmc`
+//! builds its harnesses with). The type of a value is found through an
+//! *anchor*: a generic function instantiated for that type, whose
+//! debugging entry names its type parameter.
+
+mod dwarf;
+mod walk;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use crate::model::StateHasher;
+use dwarf::{TyId, Types};
+
+/// The instantiation for `T` is the anchor by which `T`'s debugging entry
+/// is found. Its body differs for every `T` (a different string), so no
+/// two instantiations are merged.
+#[inline(never)]
+fn anchor<T: ?Sized>() -> &'static str {
+    std::hint::black_box(std::any::type_name::<T>())
+}
+
+struct State {
+    types: Result<Types, String>,
+    /// The resolved type of each anchor address.
+    roots: HashMap<usize, Result<TyId, String>>,
+}
+
+fn state() -> &'static Mutex<Option<State>> {
+    static STATE: OnceLock<Mutex<Option<State>>> = OnceLock::new();
+    STATE.get_or_init(|| Mutex::new(None))
+}
+
+fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId) -> R) -> Result<R, String> {
+    let _sys = crate::ctx::system_scope();
+    let mut guard = state().lock().unwrap_or_else(|e| e.into_inner());
+    let st = guard.get_or_insert_with(|| State {
+        types: Types::load(),
+        roots: HashMap::new(),
+    });
+    let types = st.types.as_mut().map_err(|e| e.clone())?;
+    let key = anchor::<T> as fn() -> &'static str as usize;
+    let root = match st.roots.get(&key) {
+        Some(r) => r.clone(),
+        None => {
+            let pc = (key as u64).wrapping_sub(crate::identity::layout::modules().exe_bias);
+            let r = types.anchor_type(pc);
+            st.roots.insert(key, r.clone());
+            r
+        }
+    };
+    let root = root?;
+    if types.tys[root as usize].size != size_of::<T>() as u64 {
+        return Err(format!(
+            "the debugging information gives {} a size of {} bytes, not {}",
+            std::any::type_name::<T>(),
+            types.tys[root as usize].size,
+            size_of::<T>()
+        ));
+    }
+    Ok(f(types, root))
+}
+
+/// Whether values of `T` can be fingerprinted by their type information;
+/// the reason when not.
+pub fn available<T>() -> Result<(), String> {
+    with_root::<T, ()>(|_, _| ())
+}
+
+/// Feeds `value`'s meaning to `h`, walking it by its type information.
+/// Types cmc cannot describe (no debugging information) hash nothing; the
+/// engine asks [`available`] before it chooses this source.
+pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
+    let _ = with_root::<T, ()>(|types, root| {
+        let mut w = walk::Walker::new(types);
+        // SAFETY: `value` is a live `T`, whose size the table's agrees with.
+        unsafe { w.value(root, value as *const T as usize, h) };
+    });
+}
+
+/// The name of every type the walk of a `T` knows, with its shape (a
+/// diagnostic for `cargo cmc check -v` and tests).
+pub fn describe<T>() -> Result<String, String> {
+    with_root::<T, String>(|types, root| {
+        let mut out = String::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(root, 0usize)];
+        while let Some((id, depth)) = stack.pop() {
+            let t = &types.tys[id as usize];
+            out.push_str(&format!(
+                "{}{} ({} B): {}\n",
+                "  ".repeat(depth),
+                t.name,
+                t.size,
+                shape_name(&t.shape)
+            ));
+            if !seen.insert(id) || depth > 8 {
+                continue;
+            }
+            for c in children(&t.shape).into_iter().rev() {
+                stack.push((c, depth + 1));
+            }
+        }
+        out
+    })
+}
+
+fn shape_name(s: &dwarf::Shape) -> &'static str {
+    use dwarf::Shape::*;
+    match s {
+        Skip => "skip",
+        Plain => "plain",
+        Word => "word",
+        Opaque => "opaque bytes",
+        Struct(_) => "struct",
+        Array { .. } => "array",
+        Enum { .. } => "enum",
+        Ptr(_) => "pointer",
+        FnPtr => "function pointer",
+        Slice { .. } => "slice",
+        Dyn { .. } => "dyn",
+        Vec { .. } => "vec",
+        Deque { .. } => "deque",
+        Table { .. } => "hash table",
+        BTree(_) => "b-tree",
+        Weak { .. } => "weak",
+        Bytes { .. } => "bytes",
+    }
+}
+
+fn children(s: &dwarf::Shape) -> Vec<TyId> {
+    use dwarf::Shape::*;
+    match s {
+        Struct(f) => f.iter().map(|f| f.1).collect(),
+        Array { elem, .. } | Vec { elem, .. } | Deque { elem, .. } | Table { elem, .. } => {
+            vec![*elem]
+        }
+        Enum { variants, .. } => variants.iter().map(|v| v.1).collect(),
+        Ptr(p) => vec![*p],
+        Slice { pointee, tail } => std::iter::once(*pointee).chain(tail.map(|t| t.1)).collect(),
+        Dyn { head, .. } => head.iter().copied().collect(),
+        BTree(b) => vec![b.key, b.val],
+        Weak { ty, .. } => vec![*ty],
+        _ => std::vec::Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

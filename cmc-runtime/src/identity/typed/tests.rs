@@ -1,0 +1,272 @@
+//! The typed walk against what a value means: equal values with different
+//! bytes fingerprint alike, any change to a value changes it.
+// The fields are read by the walk, through the type information.
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::*;
+
+fn fp<T>(v: &T) -> u128 {
+    available::<T>().unwrap_or_else(|e| panic!("{}: {e}", std::any::type_name::<T>()));
+    let mut h = StateHasher::default();
+    typed_hash(v, &mut h);
+    h.finish128()
+}
+
+trait Drain {
+    fn level(&self) -> u32;
+}
+struct Quiet;
+struct Loud(u32, String);
+impl Drain for Quiet {
+    fn level(&self) -> u32 {
+        0
+    }
+}
+impl Drain for Loud {
+    fn level(&self) -> u32 {
+        self.0
+    }
+}
+
+enum Event {
+    Tick,
+    Vote { term: u64, granted: bool },
+    Append(Vec<u64>, Option<Box<Event>>),
+}
+
+/// State written the ordinary way, deriving nothing.
+struct Node {
+    id: u8,
+    term: u64,
+    log: Vec<(u64, String)>,
+    peers: HashMap<u32, HashSet<u16>>,
+    applied: BTreeMap<u64, Vec<u8>>,
+    queue: VecDeque<u32>,
+    shared: Rc<RefCell<Vec<u32>>>,
+    also: Rc<RefCell<Vec<u32>>>,
+    drain: Arc<dyn Drain>,
+    boxed: Box<dyn Drain>,
+    last: Option<Event>,
+    name: &'static str,
+    ids: Box<[u16]>,
+    text: Arc<str>,
+    set: BTreeSet<String>,
+}
+
+fn node() -> Node {
+    let shared = Rc::new(RefCell::new(vec![1, 2]));
+    Node {
+        id: 1,
+        term: 3,
+        log: vec![(1, "a".into()), (2, "b".into())],
+        peers: HashMap::from([(1, HashSet::from([1, 2])), (2, HashSet::new())]),
+        applied: (0..40).map(|i| (i, vec![i as u8])).collect(),
+        queue: VecDeque::from([1, 2, 3]),
+        also: shared.clone(),
+        shared,
+        drain: Arc::new(Quiet),
+        boxed: Box::new(Loud(2, "x".into())),
+        last: Some(Event::Vote {
+            term: 3,
+            granted: true,
+        }),
+        name: "n1",
+        ids: vec![1, 2].into_boxed_slice(),
+        text: Arc::from("hello"),
+        set: ["x".to_string(), "y".to_string()].into_iter().collect(),
+    }
+}
+
+#[test]
+fn equal_values_with_different_bytes_fingerprint_alike() {
+    let a = node();
+    let mut b = node();
+    // Spare capacity holding removed elements.
+    b.log.push((9, "junk".into()));
+    b.log.pop();
+    b.log.reserve(100);
+    // A hash map built in another order, with other random keys, grown
+    // and shrunk.
+    b.peers = HashMap::new();
+    for i in 0..50 {
+        b.peers.insert(100 + i, HashSet::from([7]));
+    }
+    b.peers.insert(2, HashSet::new());
+    b.peers.insert(1, HashSet::from([2, 1]));
+    for i in 0..50 {
+        b.peers.remove(&(100 + i));
+    }
+    // A B-tree of another shape: built in reverse, with removals.
+    b.applied = (0..60).rev().map(|i| (i, vec![i as u8])).collect();
+    for i in 40..60 {
+        b.applied.remove(&i);
+    }
+    // A ring buffer that wraps.
+    b.queue = VecDeque::with_capacity(4);
+    b.queue.extend([0, 0, 0]);
+    b.queue.pop_front();
+    b.queue.pop_front();
+    b.queue.pop_front();
+    b.queue.extend([1, 2, 3]);
+    // Another allocation of an equal string.
+    b.name = Box::leak(String::from("n1").into_boxed_str());
+    assert_eq!(fp(&a), fp(&b));
+}
+
+#[test]
+fn different_values_fingerprint_apart() {
+    let base = fp(&node());
+    type Change = Box<dyn Fn(&mut Node)>;
+    let changes: Vec<(&str, Change)> = vec![
+        ("term", Box::new(|n| n.term += 1)),
+        ("log element", Box::new(|n| n.log[1].1.push('!'))),
+        (
+            "log length",
+            Box::new(|n| {
+                n.log.pop();
+            }),
+        ),
+        (
+            "map value",
+            Box::new(|n| {
+                n.peers.get_mut(&2).unwrap().insert(5);
+            }),
+        ),
+        (
+            "map key",
+            Box::new(|n| {
+                let v = n.peers.remove(&2).unwrap();
+                n.peers.insert(3, v);
+            }),
+        ),
+        (
+            "b-tree value",
+            Box::new(|n| n.applied.get_mut(&39).unwrap().push(0)),
+        ),
+        (
+            "b-tree key",
+            Box::new(|n| {
+                n.applied.remove(&0);
+                n.applied.insert(1000, vec![0]);
+            }),
+        ),
+        ("deque order", Box::new(|n| n.queue.rotate_left(1))),
+        ("shared value", Box::new(|n| n.shared.borrow_mut().push(3))),
+        (
+            "dyn type",
+            Box::new(|n| n.drain = Arc::new(Loud(0, String::new()))),
+        ),
+        (
+            "dyn value",
+            Box::new(|n| n.boxed = Box::new(Loud(3, "x".into()))),
+        ),
+        ("variant", Box::new(|n| n.last = Some(Event::Tick))),
+        (
+            "variant field",
+            Box::new(|n| {
+                n.last = Some(Event::Vote {
+                    term: 3,
+                    granted: false,
+                })
+            }),
+        ),
+        (
+            "nested box",
+            Box::new(|n| n.last = Some(Event::Append(vec![1], Some(Box::new(Event::Tick))))),
+        ),
+        ("none", Box::new(|n| n.last = None)),
+        ("str", Box::new(|n| n.name = "n2")),
+        (
+            "boxed slice",
+            Box::new(|n| n.ids = vec![1, 3].into_boxed_slice()),
+        ),
+        ("arc str", Box::new(|n| n.text = Arc::from("hellO"))),
+        (
+            "set",
+            Box::new(|n| {
+                n.set.insert("z".into());
+            }),
+        ),
+    ];
+    let mut seen = HashSet::from([base]);
+    for (what, change) in changes {
+        let mut n = node();
+        change(&mut n);
+        assert!(
+            seen.insert(fp(&n)),
+            "changing the {what} did not change the fingerprint"
+        );
+    }
+}
+
+#[test]
+fn cycles_and_sharing_terminate() {
+    struct Link {
+        v: u32,
+        next: RefCell<Option<Rc<Link>>>,
+    }
+    let a = Rc::new(Link {
+        v: 1,
+        next: RefCell::new(None),
+    });
+    let b = Rc::new(Link {
+        v: 2,
+        next: RefCell::new(Some(a.clone())),
+    });
+    *a.next.borrow_mut() = Some(b.clone());
+    let f1 = fp(&a);
+    assert_eq!(f1, fp(&a));
+    assert_ne!(f1, fp(&b));
+    // A long list does not overflow the stack.
+    let mut list: Option<Box<Chain>> = None;
+    for i in 0..100_000 {
+        list = Some(Box::new(Chain { v: i, next: list }));
+    }
+    let _ = fp(&list);
+    // Dropping it recursively would overflow; leak it.
+    std::mem::forget(list);
+    *a.next.borrow_mut() = None;
+}
+
+struct Chain {
+    v: u32,
+    next: Option<Box<Chain>>,
+}
+
+#[test]
+fn marker_only_dyn_values_count_by_their_type_and_value() {
+    struct N {
+        a: HashMap<u8, String>,
+        b: Arc<dyn Send + Sync>,
+        c: Option<Box<u32>>,
+    }
+    let shapes = describe::<N>().unwrap();
+    assert!(shapes.contains("hash table"), "{shapes}");
+    assert!(shapes.contains("): dyn"), "{shapes}");
+    let n1 = N {
+        a: Default::default(),
+        b: Arc::new(5u32),
+        c: None,
+    };
+    let n2 = N {
+        a: Default::default(),
+        b: Arc::new(6u32),
+        c: None,
+    };
+    assert_ne!(fp(&n1), fp(&n2));
+    let n3 = N {
+        a: Default::default(),
+        b: Arc::new(5u64),
+        c: None,
+    };
+    assert_ne!(
+        fp(&n1),
+        fp(&n3),
+        "a u32 and a u64 behind a dyn are different values"
+    );
+}

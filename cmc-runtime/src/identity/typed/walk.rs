@@ -1,0 +1,540 @@
+//! Hashing a value by walking it with its type table ([`super::dwarf`]).
+
+use std::hash::Hasher;
+
+use super::dwarf::{Shape, TyId, Types};
+use crate::model::StateHasher;
+
+type Map<K, V> = std::collections::HashMap<K, V>;
+
+/// Tags that keep different kinds of pointer outcome apart.
+const NULL: u8 = 0;
+const EMPTY: u8 = 1;
+const TARGET: u8 = 2;
+const UNREADABLE: u8 = 3;
+const CYCLE: u8 = 4;
+const DEAD: u8 = 5;
+
+/// Deeper than this, a value is cut off (a tag stands for the rest): the
+/// checker's own stack must not overflow on a long linked list.
+const MAX_DEPTH: usize = 2_000;
+
+/// One walk: the memo of pointees already hashed (shared objects hash once),
+/// the pointees on the current path (cycles), and the readable memory.
+pub(crate) struct Walker<'t> {
+    pub(crate) types: &'t mut Types,
+    memo: Map<(usize, TyId), u128>,
+    path: Map<(usize, TyId), usize>,
+    depth: usize,
+    segments: &'static [(usize, usize)],
+    bias: u64,
+    /// Pointers that could not be followed (not into an arena or the
+    /// program): counted, for `-v`.
+    pub(crate) unreadable: u64,
+}
+
+/// The program's loaded segments, `[start, end)` (readable memory outside
+/// the arenas).
+fn segments() -> &'static [(usize, usize)] {
+    static SEGMENTS: std::sync::OnceLock<Vec<(usize, usize)>> = std::sync::OnceLock::new();
+    SEGMENTS.get_or_init(|| {
+        let _sys = crate::ctx::system_scope();
+        unsafe extern "C" fn each(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> libc::c_int {
+            // SAFETY: `data` is the vector passed below; `info` is valid for
+            // this call (dl_iterate_phdr's contract).
+            let (out, info) = unsafe { (&mut *(data as *mut Vec<(usize, usize)>), &*info) };
+            // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+            let phdrs =
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+            for p in phdrs
+                .iter()
+                .filter(|p| p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_R != 0)
+            {
+                let start = (info.dlpi_addr + p.p_vaddr) as usize;
+                out.push((start, start + p.p_memsz as usize));
+            }
+            0
+        }
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        // SAFETY: `each` matches the callback type and only reads the
+        // headers during the call.
+        unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut _ as *mut libc::c_void) };
+        out.sort_unstable();
+        out
+    })
+}
+
+/// Whether `[addr, addr + len)` can be read: inside the committed part of
+/// an arena, or inside a loaded segment of the program.
+pub(crate) fn readable(addr: usize, len: usize) -> bool {
+    if len == 0 {
+        return true;
+    }
+    let Some(end) = addr.checked_add(len) else {
+        return false;
+    };
+    if let Some(ctl) = crate::arena::find(addr) {
+        let base = ctl.base.as_ptr() as usize;
+        let committed = ctl.committed.load(std::sync::atomic::Ordering::Relaxed);
+        return end <= base + committed;
+    }
+    let segs = segments();
+    let i = segs.partition_point(|&(s, _)| s <= addr);
+    if i.checked_sub(1).is_some_and(|i| end <= segs[i].1) {
+        return true;
+    }
+    probe(addr, end)
+}
+
+/// Whether every page of `[addr, end)` can be read, asked of the kernel
+/// (one byte of each page copied with `process_vm_readv`, which fails
+/// instead of faulting): for memory outside the arenas and the program,
+/// which a state reaches only exceptionally (an object the system
+/// allocator made before the check began).
+fn probe(addr: usize, end: usize) -> bool {
+    let page = crate::sys::PAGE;
+    let mut at = addr;
+    while at < end {
+        let mut byte = 0u8;
+        let local = libc::iovec {
+            iov_base: &mut byte as *mut u8 as *mut libc::c_void,
+            iov_len: 1,
+        };
+        let remote = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: 1,
+        };
+        // SAFETY: reads one byte of our own address space into `byte`; the
+        // kernel reports an unmapped or unreadable address as an error.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if n != 1 {
+            return false;
+        }
+        at = (at / page + 1) * page;
+    }
+    true
+}
+
+/// Reads a `T` at `addr`.
+///
+/// # Safety
+/// `[addr, addr + size_of::<T>())` must be readable.
+unsafe fn read<T: Copy>(addr: usize) -> T {
+    // SAFETY: the caller's contract; unaligned reads are allowed.
+    unsafe { std::ptr::read_unaligned(addr as *const T) }
+}
+
+impl<'t> Walker<'t> {
+    pub(crate) fn new(types: &'t mut Types) -> Self {
+        Walker {
+            types,
+            memo: Map::new(),
+            path: Map::new(),
+            depth: 0,
+            segments: segments(),
+            bias: crate::identity::layout::modules().exe_bias,
+            unreadable: 0,
+        }
+    }
+
+    fn size(&self, ty: TyId) -> usize {
+        self.types.tys[ty as usize].size as usize
+    }
+
+    /// Hashes the value of type `ty` at `addr` into `h`.
+    ///
+    /// # Safety
+    /// The value's own `size` bytes at `addr` must be readable; everything
+    /// it points to is checked before it is read.
+    pub(crate) unsafe fn value(&mut self, ty: TyId, addr: usize, h: &mut StateHasher) {
+        let t = &self.types.tys[ty as usize];
+        let size = t.size as usize;
+        if t.plain {
+            // SAFETY: the caller's contract covers the value's bytes.
+            h.write(unsafe { std::slice::from_raw_parts(addr as *const u8, size) });
+            return;
+        }
+        let shape = t.shape.clone();
+        // SAFETY: every read below is inside the value's own bytes, covered
+        // by the caller's contract, or in memory `readable` just approved.
+        unsafe {
+            match shape {
+                Shape::Skip => {}
+                Shape::Plain | Shape::Opaque => {
+                    h.write(std::slice::from_raw_parts(addr as *const u8, size))
+                }
+                Shape::Word => h.write_usize(read::<usize>(addr)),
+                Shape::FnPtr => h.write_usize(read::<usize>(addr)),
+                Shape::Struct(fields) => {
+                    for (at, f) in fields {
+                        self.value(f, addr + at as usize, h);
+                    }
+                }
+                Shape::Array { elem, count } => self.run(elem, addr, count as usize, h),
+                Shape::Enum { discr, variants } => {
+                    let raw = discr.map(|(at, n)| read_uint(addr + at as usize, n));
+                    let mask = |v: u64, n: u8| {
+                        if n >= 8 {
+                            v
+                        } else {
+                            v & ((1u64 << (n * 8)) - 1)
+                        }
+                    };
+                    let chosen = match (raw, discr) {
+                        (Some(raw), Some((_, n))) => variants
+                            .iter()
+                            .position(|(d, _)| d.is_some_and(|d| mask(d, n) == raw))
+                            .or_else(|| variants.iter().position(|(d, _)| d.is_none())),
+                        _ => (!variants.is_empty()).then_some(0),
+                    };
+                    match chosen {
+                        Some(i) => {
+                            h.write_u32(i as u32);
+                            self.value(variants[i].1, addr, h);
+                        }
+                        None => {
+                            h.write_u32(u32::MAX);
+                            h.write_u64(raw.unwrap_or(0));
+                        }
+                    }
+                }
+                Shape::Ptr(p) => {
+                    let target = read::<usize>(addr);
+                    self.pointee(p, target, h);
+                }
+                Shape::Slice { pointee, tail } => {
+                    let (ptr, len) = (read::<usize>(addr), read::<usize>(addr + 8));
+                    h.write_u64(len as u64);
+                    match tail {
+                        None => self.elements(pointee, ptr, len, h),
+                        Some((at, elem)) => {
+                            let head = self.size(pointee);
+                            if ptr == 0 || !readable(ptr, head.min(at as usize)) {
+                                self.unreadable += 1;
+                                h.write_u8(UNREADABLE);
+                                return;
+                            }
+                            self.value(pointee, ptr, h);
+                            self.elements(elem, ptr + at as usize, len, h);
+                        }
+                    }
+                }
+                Shape::Dyn { head, tail } => {
+                    let (ptr, vtable) = (read::<usize>(addr), read::<usize>(addr + 8));
+                    self.dyn_value(head, tail, ptr, vtable, h);
+                }
+                Shape::Vec { ptr, len, elem } => {
+                    let (p, n) = (
+                        read::<usize>(addr + ptr as usize),
+                        read::<usize>(addr + len as usize),
+                    );
+                    h.write_u64(n as u64);
+                    self.elements(elem, p, n, h);
+                }
+                Shape::Deque {
+                    ptr,
+                    cap,
+                    head,
+                    len,
+                    elem,
+                } => {
+                    let p = read::<usize>(addr + ptr as usize);
+                    let cap = read::<usize>(addr + cap as usize);
+                    let head = read::<usize>(addr + head as usize);
+                    let n = read::<usize>(addr + len as usize);
+                    h.write_u64(n as u64);
+                    let stride = self.size(elem);
+                    if n == 0 || stride == 0 {
+                        return;
+                    }
+                    if cap < n || !readable(p, cap * stride) {
+                        self.unreadable += 1;
+                        h.write_u8(UNREADABLE);
+                        return;
+                    }
+                    for i in 0..n {
+                        self.value(elem, p + ((head + i) % cap) * stride, h);
+                    }
+                }
+                Shape::Table {
+                    ctrl,
+                    mask,
+                    items,
+                    elem,
+                } => {
+                    let ctrl = read::<usize>(addr + ctrl as usize);
+                    let mask = read::<usize>(addr + mask as usize);
+                    let items = read::<usize>(addr + items as usize);
+                    h.write_u64(items as u64);
+                    if items == 0 {
+                        return;
+                    }
+                    let stride = self.size(elem);
+                    let buckets = mask.wrapping_add(1);
+                    if !readable(ctrl, buckets)
+                        || !readable(ctrl.wrapping_sub(buckets * stride), buckets * stride)
+                    {
+                        self.unreadable += 1;
+                        h.write_u8(UNREADABLE);
+                        return;
+                    }
+                    let mut sum = 0u128;
+                    for i in 0..buckets {
+                        if read::<u8>(ctrl + i) & 0x80 == 0 {
+                            let mut e = StateHasher::default();
+                            self.value(elem, ctrl - (i + 1) * stride, &mut e);
+                            sum = sum.wrapping_add(e.finish128());
+                        }
+                    }
+                    h.write_u128(sum);
+                }
+                Shape::BTree(b) => {
+                    let node = read::<usize>(addr + b.node as usize);
+                    let height = read::<usize>(addr + b.height as usize);
+                    let mut count = 0u64;
+                    if node != 0 {
+                        self.btree_node(&b, node, height, &mut count, h);
+                    }
+                    h.write_u64(count);
+                }
+                Shape::Weak {
+                    ptr,
+                    strong,
+                    value,
+                    ty,
+                } => {
+                    let p = read::<usize>(addr + ptr as usize);
+                    if p == usize::MAX || p == 0 || !readable(p + strong as usize, 8) {
+                        h.write_u8(DEAD);
+                        return;
+                    }
+                    if read::<usize>(p + strong as usize) == 0 {
+                        h.write_u8(DEAD);
+                        return;
+                    }
+                    self.pointee(ty, p + value as usize, h);
+                }
+                Shape::Bytes { ptr, len } => {
+                    let p = read::<usize>(addr + ptr as usize);
+                    let n = read::<usize>(addr + len as usize);
+                    h.write_u64(n as u64);
+                    if n > 0 && readable(p, n) {
+                        h.write(std::slice::from_raw_parts(p as *const u8, n));
+                    } else if n > 0 {
+                        self.unreadable += 1;
+                        h.write_u8(UNREADABLE);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `count` values of `elem` in a row at `addr` (inside a value).
+    ///
+    /// # Safety
+    /// As [`Walker::value`], for the whole run.
+    unsafe fn run(&mut self, elem: TyId, addr: usize, count: usize, h: &mut StateHasher) {
+        let t = &self.types.tys[elem as usize];
+        let stride = t.size as usize;
+        if t.plain {
+            // SAFETY: the caller's contract.
+            h.write(unsafe { std::slice::from_raw_parts(addr as *const u8, stride * count) });
+            return;
+        }
+        for i in 0..count {
+            // SAFETY: the caller's contract.
+            unsafe { self.value(elem, addr + i * stride, h) };
+        }
+    }
+
+    /// `count` values of `elem` at `ptr`, which is checked first.
+    fn elements(&mut self, elem: TyId, ptr: usize, count: usize, h: &mut StateHasher) {
+        let stride = self.size(elem);
+        if count == 0 || stride == 0 {
+            return;
+        }
+        let Some(len) = stride.checked_mul(count) else {
+            h.write_u8(UNREADABLE);
+            return;
+        };
+        if !readable(ptr, len) {
+            self.unreadable += 1;
+            h.write_u8(UNREADABLE);
+            return;
+        }
+        // SAFETY: just checked.
+        unsafe { self.run(elem, ptr, count, h) };
+    }
+
+    /// What a thin pointer to a `ty` at `target` contributes.
+    fn pointee(&mut self, ty: TyId, target: usize, h: &mut StateHasher) {
+        if target == 0 {
+            h.write_u8(NULL);
+            return;
+        }
+        let size = self.size(ty);
+        if size == 0 {
+            h.write_u8(EMPTY);
+            return;
+        }
+        h.write_u8(TARGET);
+        let sub = self.child(ty, target, size);
+        h.write_u128(sub);
+    }
+
+    /// The hash of the `ty` at `target` on its own: memoised (a shared
+    /// object hashes once), a cycle back to an object on the current path
+    /// hashes as its distance.
+    fn child(&mut self, ty: TyId, target: usize, size: usize) -> u128 {
+        let key = (target, ty);
+        if let Some(&m) = self.memo.get(&key) {
+            return m;
+        }
+        if let Some(&d) = self.path.get(&key) {
+            return u128::from(CYCLE) << 64 | (self.depth - d) as u128;
+        }
+        if !readable(target, size) {
+            self.unreadable += 1;
+            let w = crate::identity::layout::modules().relocate(target as u64);
+            return u128::from(UNREADABLE) << 64 | u128::from(w);
+        }
+        if self.depth >= MAX_DEPTH {
+            return u128::from(UNREADABLE) << 96;
+        }
+        self.path.insert(key, self.depth);
+        self.depth += 1;
+        let mut sub = StateHasher::default();
+        // SAFETY: `readable` approved the value's bytes.
+        unsafe { self.value(ty, target, &mut sub) };
+        self.depth -= 1;
+        self.path.remove(&key);
+        let r = sub.finish128();
+        self.memo.insert(key, r);
+        r
+    }
+
+    /// A `dyn` value: its concrete type's name, then the value.
+    fn dyn_value(
+        &mut self,
+        head: Option<TyId>,
+        tail: u32,
+        ptr: usize,
+        vtable: usize,
+        h: &mut StateHasher,
+    ) {
+        if ptr == 0 {
+            h.write_u8(NULL);
+            return;
+        }
+        let concrete = match self.types.dyn_types.get(&(vtable as u64)) {
+            Some(&c) => c,
+            None => {
+                let c = {
+                    let _sys = crate::ctx::system_scope();
+                    self.types
+                        .vtable_type((vtable as u64).wrapping_sub(self.bias))
+                        .ok()
+                        .flatten()
+                };
+                self.types.dyn_types.insert(vtable as u64, c);
+                c
+            }
+        };
+        let Some(c) = concrete else {
+            // No description: the vtable says which type, by its place.
+            self.unreadable += 1;
+            h.write_u8(UNREADABLE);
+            h.write_usize(vtable);
+            return;
+        };
+        h.write(self.types.tys[c as usize].name.as_bytes());
+        // The vtable's third word is the value's alignment.
+        if !readable(vtable, 24) {
+            h.write_u8(UNREADABLE);
+            return;
+        }
+        // SAFETY: just checked.
+        let align = unsafe { read::<usize>(vtable + 16) }.max(1);
+        if let Some(head) = head {
+            let hsize = self.size(head).min(tail as usize);
+            if !readable(ptr, hsize) {
+                h.write_u8(UNREADABLE);
+                return;
+            }
+            // SAFETY: just checked.
+            unsafe { self.value(head, ptr, h) };
+        }
+        let at = ptr + (tail as usize).next_multiple_of(align);
+        let size = self.size(c);
+        if size == 0 {
+            return;
+        }
+        let sub = self.child(c, at, size);
+        h.write_u128(sub);
+    }
+
+    fn btree_node(
+        &mut self,
+        b: &super::dwarf::BTreeShape,
+        node: usize,
+        height: usize,
+        count: &mut u64,
+        h: &mut StateHasher,
+    ) {
+        let (ks, vs) = (self.size(b.key), self.size(b.val));
+        if !readable(node + b.len as usize, 2) {
+            h.write_u8(UNREADABLE);
+            return;
+        }
+        // SAFETY: just checked.
+        let len = unsafe { read::<u16>(node + b.len as usize) } as usize;
+        let keys = node + b.keys as usize;
+        let vals = node + b.vals as usize;
+        let edges = node + b.edges as usize;
+        if len > 11
+            || !readable(keys, ks * len)
+            || !readable(vals, vs * len)
+            || (height > 0 && !readable(edges, 8 * (len + 1)))
+            || height > 64
+        {
+            h.write_u8(UNREADABLE);
+            return;
+        }
+        for i in 0..=len {
+            if height > 0 {
+                // SAFETY: checked above.
+                let child = unsafe { read::<usize>(edges + 8 * i) };
+                self.btree_node(b, child, height - 1, count, h);
+            }
+            if i < len {
+                *count += 1;
+                // SAFETY: checked above.
+                unsafe {
+                    self.value(b.key, keys + i * ks, h);
+                    self.value(b.val, vals + i * vs, h);
+                }
+            }
+        }
+        let _ = self.segments;
+    }
+}
+
+/// An unsigned integer of `n` bytes at `addr`.
+///
+/// # Safety
+/// The bytes must be readable.
+unsafe fn read_uint(addr: usize, n: u8) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match n {
+            1 => u64::from(read::<u8>(addr)),
+            2 => u64::from(read::<u16>(addr)),
+            4 => u64::from(read::<u32>(addr)),
+            _ => read::<u64>(addr),
+        }
+    }
+}
