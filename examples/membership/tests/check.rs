@@ -62,6 +62,24 @@ mod clean {
         assert!(r.violations.is_empty());
     }
 
+    /// The typed walk (the executable's type information, what a type with
+    /// no `Debug` gets) counts by meaning too: exactly the reference, where
+    /// the canonical heap (below) splits states without end.
+    #[test]
+    fn the_typed_walk_counts_exactly_the_reference() {
+        let reference = reference::explore(2, 2, 2).states as u64;
+        for strategy in [Strategy::Bfs, Strategy::Dfs] {
+            let r = check(
+                group(2, 2, 2)
+                    .fingerprint(FingerprintMode::Typed)
+                    .strategy(strategy),
+            );
+            assert_eq!(r.verdict, Verdict::Pass);
+            assert_eq!(r.stats.unique, reference, "{strategy:?}");
+            assert_eq!(r.stats.fingerprint, Some(FingerprintMode::Typed));
+        }
+    }
+
     #[test]
     fn byte_sources_split_the_same_states() {
         // What cmc counted before it compared states by meaning: the

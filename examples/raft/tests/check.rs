@@ -65,11 +65,20 @@ mod clean {
     use raft_kv::model::{raft_3_crash, raft_3_election, raft_3_replication};
     use std::time::Duration;
 
+    /// The whole election model, by the typed identity (RawNode offers
+    /// nothing else): the same count breadth-first and depth-first, so
+    /// the count does not depend on the order of exploration.
     #[test]
     fn the_election_model_passes_in_full() {
         let r = check(raft_3_election());
         assert_eq!(r.verdict, Verdict::Pass);
         assert!(r.violations.is_empty());
+        let process = r.sources.iter().find(|s| s.role == "process").unwrap();
+        assert_eq!(process.source, cmc::FingerprintMode::Typed);
+        assert_eq!(r.stats.unique, 489_565);
+        let dfs = search(raft_3_election().strategy(Strategy::Dfs));
+        assert_eq!(dfs.verdict, Verdict::Pass);
+        assert_eq!(dfs.stats.unique, r.stats.unique);
     }
 
     /// Two minutes of bounded search: a bench more than a test (`cargo

@@ -94,3 +94,107 @@ fn election_model_by_what_the_api_shows() {
         .expect("runs");
     println!("visible state: {}", r.summary());
 }
+
+/// Prints, for every node of every state to depth 10, the hash of what the
+/// API shows and of its typed walk but for the ready counter
+/// (`P <visible> <typed>`); with
+/// `CMC_SPLIT=<visible>`, the typed walk of the nodes that show that, to
+/// diff. Run with `cargo test --release --test identity -- --ignored
+/// --nocapture typed_splits`.
+#[test]
+#[ignore = "a diagnostic: prints the data"]
+fn typed_splits() {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    fn probe(world: &cmc::World<'_, Node>) -> Result<(), String> {
+        let want = std::env::var("CMC_SPLIT").ok();
+        for n in world.processes() {
+            let mut d = DefaultHasher::new();
+            visible(n).hash(&mut d);
+            let vis = format!("{:016x}", d.finish());
+            let mut h = DefaultHasher::new();
+            let dump: String = cmc::identity::typed::dump(n)
+                .unwrap()
+                .lines()
+                .filter(|l| !is_ready_number(l) && !l.starts_with("volatile.raft.raft.prs.votes"))
+                .chain([format!("{:?}", n.volatile.raft.raft.prs().tally_votes()).as_str()])
+                .collect::<Vec<_>>()
+                .join("\n");
+            dump.hash(&mut h);
+            let typed = h.finish();
+            match &want {
+                None => eprintln!("P {vis} {typed:032x}"),
+                Some(w) if *w == vis || *w == format!("{typed:016x}") => {
+                    eprintln!(
+                        "DUMP {typed:032x}\n{}\nVISIBLE {}\nEND",
+                        cmc::identity::typed::dump(n).unwrap(),
+                        visible(n)
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+    let r = raft_3_election()
+        .invariant("probe", probe)
+        .strategy(Strategy::Bfs)
+        .max_depth(40)
+        .check()
+        .expect("runs");
+    println!("{}", r.summary());
+}
+
+/// A line of the typed walk that holds a ready number: RawNode's private
+/// counter (`max_number`), the numbers of its ready records, the numbers
+/// the application keeps with its pending writes.
+fn is_ready_number(line: &str) -> bool {
+    [
+        "volatile.raft.max_number =",
+        "volatile.raft.records.number =",
+        "volatile.unsynced.number =",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p))
+}
+
+/// What the typed identity adds to what the API shows: counted by the
+/// typed walk with the ready numbers left out, the election model has as
+/// many states as by what the API shows.
+#[test]
+#[ignore = "a diagnostic: prints counts"]
+fn typed_without_the_ready_numbers() {
+    fn typed_but_counter(n: &Node) -> String {
+        cmc::identity::typed::dump(n)
+            .unwrap()
+            .lines()
+            .filter(|l| !is_ready_number(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    // And with the private map of who voted how replaced by its tally,
+    // which is what the API shows.
+    fn typed_but_counter_and_votes(n: &Node) -> String {
+        cmc::identity::typed::dump(n)
+            .unwrap()
+            .lines()
+            .filter(|l| !is_ready_number(l) && !l.starts_with("volatile.raft.raft.prs.votes"))
+            .chain([format!("{:?}", n.volatile.raft.raft.prs().tally_votes()).as_str()])
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    for (label, model) in [
+        ("visible state", raft_3_election().abstraction(visible)),
+        (
+            "typed without ready numbers",
+            raft_3_election().abstraction(typed_but_counter),
+        ),
+        (
+            "typed without ready numbers, votes by their tally",
+            raft_3_election().abstraction(typed_but_counter_and_votes),
+        ),
+        ("typed", raft_3_election()),
+    ] {
+        let r = model.strategy(Strategy::Bfs).check().expect("runs");
+        println!("{label}: {}", r.summary());
+    }
+}

@@ -31,8 +31,8 @@ pub(crate) enum Shape {
     /// A union (`MaybeUninit` outside the containers cmc knows): its bytes,
     /// as the best available guess.
     Opaque,
-    /// Fields at offsets.
-    Struct(Vec<(u32, TyId)>),
+    /// Fields at offsets, with their names.
+    Struct(Vec<(u32, TyId, String)>),
     /// `count` elements of `stride` bytes.
     Array { elem: TyId, count: u64 },
     /// An enum: the discriminant `(offset, size)` and the variants as
@@ -914,7 +914,7 @@ impl Types {
             }
             plain &= mt_ty.plain;
             covered += mt_ty.size;
-            fields.push((m.loc.unwrap_or(0) as u32, id));
+            fields.push((m.loc.unwrap_or(0) as u32, id, mname.to_string()));
         }
         fields.sort_by_key(|f| f.0);
         let plain = plain && covered == size && size > 0;
@@ -950,7 +950,7 @@ impl Types {
                 continue;
             }
             let id = self.ty(m.ty.ok_or("DWARF: member without a type")?)?;
-            fields.push((at, id));
+            fields.push((at, id, mname.to_string()));
         }
         let shape = if fields.is_empty() {
             Shape::Skip

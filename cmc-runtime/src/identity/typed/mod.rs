@@ -92,6 +92,25 @@ pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
     });
 }
 
+/// What the walk of `value` hashes, one line per datum: `field.path =
+/// bytes in hex` (unordered collections in their storage order). A
+/// diagnostic: diff two states that should be one.
+pub fn dump<T>(value: &T) -> Result<String, String> {
+    with_root::<T, String>(|types, root| {
+        let mut w = walk::Walker::new(types);
+        w.log = Some(walk::Log::default());
+        let mut h = StateHasher::default();
+        // SAFETY: `value` is a live `T`, whose size the table's agrees with.
+        unsafe { w.value(root, value as *const T as usize, &mut h) };
+        let unreadable = w.unreadable;
+        let mut out = w.log.map(|l| l.out).unwrap_or_default();
+        if unreadable > 0 {
+            out.push_str(&format!("# {unreadable} pointers not followed\n"));
+        }
+        out
+    })
+}
+
 /// The name of every type the walk of a `T` knows, with its shape (a
 /// diagnostic for `cargo cmc check -v` and tests).
 pub fn describe<T>() -> Result<String, String> {

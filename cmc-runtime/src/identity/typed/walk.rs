@@ -31,6 +31,16 @@ pub(crate) struct Walker<'t> {
     /// Pointers that could not be followed (not into an arena or the
     /// program): counted, for `-v`.
     pub(crate) unreadable: u64,
+    /// When set, every datum hashed is also written out as a line
+    /// `field.path = hex` (see [`super::dump`]).
+    pub(crate) log: Option<Log>,
+}
+
+/// The text form of a walk.
+#[derive(Default)]
+pub(crate) struct Log {
+    path: Vec<String>,
+    pub(crate) out: String,
 }
 
 /// The program's loaded segments, `[start, end)` (readable memory outside
@@ -138,6 +148,33 @@ impl<'t> Walker<'t> {
             segments: segments(),
             bias: crate::identity::layout::modules().exe_bias,
             unreadable: 0,
+            log: None,
+        }
+    }
+
+    /// Feeds `bytes` to `h` (and to the log).
+    fn put(&mut self, h: &mut StateHasher, bytes: &[u8]) {
+        h.write(bytes);
+        if let Some(log) = &mut self.log {
+            use std::fmt::Write;
+            let _ = write!(log.out, "{} =", log.path.join("."));
+            for b in bytes.iter().take(64) {
+                let _ = write!(log.out, " {b:02x}");
+            }
+            if bytes.len() > 64 {
+                let _ = write!(log.out, " … ({} bytes)", bytes.len());
+            }
+            log.out.push('\n');
+        }
+    }
+
+    /// Feeds a word that may point into the program to `h`.
+    fn put_word(&mut self, h: &mut StateHasher, w: usize) {
+        h.write_usize(w);
+        if let Some(log) = &mut self.log {
+            use std::fmt::Write;
+            let v = crate::identity::layout::modules().relocate(w as u64);
+            let _ = writeln!(log.out, "{} = word {v:#x}", log.path.join("."));
         }
     }
 
@@ -155,7 +192,9 @@ impl<'t> Walker<'t> {
         let size = t.size as usize;
         if t.plain {
             // SAFETY: the caller's contract covers the value's bytes.
-            h.write(unsafe { std::slice::from_raw_parts(addr as *const u8, size) });
+            self.put(h, unsafe {
+                std::slice::from_raw_parts(addr as *const u8, size)
+            });
             return;
         }
         let shape = t.shape.clone();
@@ -165,13 +204,19 @@ impl<'t> Walker<'t> {
             match shape {
                 Shape::Skip => {}
                 Shape::Plain | Shape::Opaque => {
-                    h.write(std::slice::from_raw_parts(addr as *const u8, size))
+                    self.put(h, std::slice::from_raw_parts(addr as *const u8, size))
                 }
-                Shape::Word => h.write_usize(read::<usize>(addr)),
-                Shape::FnPtr => h.write_usize(read::<usize>(addr)),
+                Shape::Word => self.put_word(h, read::<usize>(addr)),
+                Shape::FnPtr => self.put_word(h, read::<usize>(addr)),
                 Shape::Struct(fields) => {
-                    for (at, f) in fields {
+                    for (at, f, name) in fields {
+                        if let Some(log) = &mut self.log {
+                            log.path.push(name);
+                        }
                         self.value(f, addr + at as usize, h);
+                        if let Some(log) = &mut self.log {
+                            log.path.pop();
+                        }
                     }
                 }
                 Shape::Array { elem, count } => self.run(elem, addr, count as usize, h),
@@ -193,12 +238,12 @@ impl<'t> Walker<'t> {
                     };
                     match chosen {
                         Some(i) => {
-                            h.write_u32(i as u32);
+                            self.put(h, &(i as u32).to_le_bytes());
                             self.value(variants[i].1, addr, h);
                         }
                         None => {
-                            h.write_u32(u32::MAX);
-                            h.write_u64(raw.unwrap_or(0));
+                            self.put(h, &(u32::MAX).to_le_bytes());
+                            self.put(h, &(raw.unwrap_or(0)).to_le_bytes());
                         }
                     }
                 }
@@ -208,14 +253,14 @@ impl<'t> Walker<'t> {
                 }
                 Shape::Slice { pointee, tail } => {
                     let (ptr, len) = (read::<usize>(addr), read::<usize>(addr + 8));
-                    h.write_u64(len as u64);
+                    self.put(h, &(len as u64).to_le_bytes());
                     match tail {
                         None => self.elements(pointee, ptr, len, h),
                         Some((at, elem)) => {
                             let head = self.size(pointee);
                             if ptr == 0 || !readable(ptr, head.min(at as usize)) {
                                 self.unreadable += 1;
-                                h.write_u8(UNREADABLE);
+                                self.put(h, &(UNREADABLE).to_le_bytes());
                                 return;
                             }
                             self.value(pointee, ptr, h);
@@ -232,7 +277,7 @@ impl<'t> Walker<'t> {
                         read::<usize>(addr + ptr as usize),
                         read::<usize>(addr + len as usize),
                     );
-                    h.write_u64(n as u64);
+                    self.put(h, &(n as u64).to_le_bytes());
                     self.elements(elem, p, n, h);
                 }
                 Shape::Deque {
@@ -246,14 +291,14 @@ impl<'t> Walker<'t> {
                     let cap = read::<usize>(addr + cap as usize);
                     let head = read::<usize>(addr + head as usize);
                     let n = read::<usize>(addr + len as usize);
-                    h.write_u64(n as u64);
+                    self.put(h, &(n as u64).to_le_bytes());
                     let stride = self.size(elem);
                     if n == 0 || stride == 0 {
                         return;
                     }
                     if cap < n || !readable(p, cap * stride) {
                         self.unreadable += 1;
-                        h.write_u8(UNREADABLE);
+                        self.put(h, &(UNREADABLE).to_le_bytes());
                         return;
                     }
                     for i in 0..n {
@@ -269,7 +314,7 @@ impl<'t> Walker<'t> {
                     let ctrl = read::<usize>(addr + ctrl as usize);
                     let mask = read::<usize>(addr + mask as usize);
                     let items = read::<usize>(addr + items as usize);
-                    h.write_u64(items as u64);
+                    self.put(h, &(items as u64).to_le_bytes());
                     if items == 0 {
                         return;
                     }
@@ -279,7 +324,7 @@ impl<'t> Walker<'t> {
                         || !readable(ctrl.wrapping_sub(buckets * stride), buckets * stride)
                     {
                         self.unreadable += 1;
-                        h.write_u8(UNREADABLE);
+                        self.put(h, &(UNREADABLE).to_le_bytes());
                         return;
                     }
                     let mut sum = 0u128;
@@ -290,7 +335,7 @@ impl<'t> Walker<'t> {
                             sum = sum.wrapping_add(e.finish128());
                         }
                     }
-                    h.write_u128(sum);
+                    self.put(h, &(sum).to_le_bytes());
                 }
                 Shape::BTree(b) => {
                     let node = read::<usize>(addr + b.node as usize);
@@ -299,7 +344,7 @@ impl<'t> Walker<'t> {
                     if node != 0 {
                         self.btree_node(&b, node, height, &mut count, h);
                     }
-                    h.write_u64(count);
+                    self.put(h, &(count).to_le_bytes());
                 }
                 Shape::Weak {
                     ptr,
@@ -309,11 +354,11 @@ impl<'t> Walker<'t> {
                 } => {
                     let p = read::<usize>(addr + ptr as usize);
                     if p == usize::MAX || p == 0 || !readable(p + strong as usize, 8) {
-                        h.write_u8(DEAD);
+                        self.put(h, &(DEAD).to_le_bytes());
                         return;
                     }
                     if read::<usize>(p + strong as usize) == 0 {
-                        h.write_u8(DEAD);
+                        self.put(h, &(DEAD).to_le_bytes());
                         return;
                     }
                     self.pointee(ty, p + value as usize, h);
@@ -321,12 +366,12 @@ impl<'t> Walker<'t> {
                 Shape::Bytes { ptr, len } => {
                     let p = read::<usize>(addr + ptr as usize);
                     let n = read::<usize>(addr + len as usize);
-                    h.write_u64(n as u64);
+                    self.put(h, &(n as u64).to_le_bytes());
                     if n > 0 && readable(p, n) {
-                        h.write(std::slice::from_raw_parts(p as *const u8, n));
+                        self.put(h, std::slice::from_raw_parts(p as *const u8, n));
                     } else if n > 0 {
                         self.unreadable += 1;
-                        h.write_u8(UNREADABLE);
+                        self.put(h, &(UNREADABLE).to_le_bytes());
                     }
                 }
             }
@@ -342,7 +387,9 @@ impl<'t> Walker<'t> {
         let stride = t.size as usize;
         if t.plain {
             // SAFETY: the caller's contract.
-            h.write(unsafe { std::slice::from_raw_parts(addr as *const u8, stride * count) });
+            self.put(h, unsafe {
+                std::slice::from_raw_parts(addr as *const u8, stride * count)
+            });
             return;
         }
         for i in 0..count {
@@ -358,12 +405,12 @@ impl<'t> Walker<'t> {
             return;
         }
         let Some(len) = stride.checked_mul(count) else {
-            h.write_u8(UNREADABLE);
+            self.put(h, &(UNREADABLE).to_le_bytes());
             return;
         };
         if !readable(ptr, len) {
             self.unreadable += 1;
-            h.write_u8(UNREADABLE);
+            self.put(h, &(UNREADABLE).to_le_bytes());
             return;
         }
         // SAFETY: just checked.
@@ -373,17 +420,17 @@ impl<'t> Walker<'t> {
     /// What a thin pointer to a `ty` at `target` contributes.
     fn pointee(&mut self, ty: TyId, target: usize, h: &mut StateHasher) {
         if target == 0 {
-            h.write_u8(NULL);
+            self.put(h, &(NULL).to_le_bytes());
             return;
         }
         let size = self.size(ty);
         if size == 0 {
-            h.write_u8(EMPTY);
+            self.put(h, &(EMPTY).to_le_bytes());
             return;
         }
-        h.write_u8(TARGET);
+        self.put(h, &(TARGET).to_le_bytes());
         let sub = self.child(ty, target, size);
-        h.write_u128(sub);
+        self.put(h, &(sub).to_le_bytes());
     }
 
     /// The hash of the `ty` at `target` on its own: memoised (a shared
@@ -391,7 +438,7 @@ impl<'t> Walker<'t> {
     /// hashes as its distance.
     fn child(&mut self, ty: TyId, target: usize, size: usize) -> u128 {
         let key = (target, ty);
-        if let Some(&m) = self.memo.get(&key) {
+        if let Some(&m) = self.memo.get(&key).filter(|_| self.log.is_none()) {
             return m;
         }
         if let Some(&d) = self.path.get(&key) {
@@ -427,7 +474,7 @@ impl<'t> Walker<'t> {
         h: &mut StateHasher,
     ) {
         if ptr == 0 {
-            h.write_u8(NULL);
+            self.put(h, &(NULL).to_le_bytes());
             return;
         }
         let concrete = match self.types.dyn_types.get(&(vtable as u64)) {
@@ -447,14 +494,15 @@ impl<'t> Walker<'t> {
         let Some(c) = concrete else {
             // No description: the vtable says which type, by its place.
             self.unreadable += 1;
-            h.write_u8(UNREADABLE);
-            h.write_usize(vtable);
+            self.put(h, &(UNREADABLE).to_le_bytes());
+            self.put_word(h, vtable);
             return;
         };
-        h.write(self.types.tys[c as usize].name.as_bytes());
+        let name = self.types.tys[c as usize].name.clone();
+        self.put(h, name.as_bytes());
         // The vtable's third word is the value's alignment.
         if !readable(vtable, 24) {
-            h.write_u8(UNREADABLE);
+            self.put(h, &(UNREADABLE).to_le_bytes());
             return;
         }
         // SAFETY: just checked.
@@ -462,7 +510,7 @@ impl<'t> Walker<'t> {
         if let Some(head) = head {
             let hsize = self.size(head).min(tail as usize);
             if !readable(ptr, hsize) {
-                h.write_u8(UNREADABLE);
+                self.put(h, &(UNREADABLE).to_le_bytes());
                 return;
             }
             // SAFETY: just checked.
@@ -474,7 +522,7 @@ impl<'t> Walker<'t> {
             return;
         }
         let sub = self.child(c, at, size);
-        h.write_u128(sub);
+        self.put(h, &(sub).to_le_bytes());
     }
 
     fn btree_node(
@@ -487,7 +535,7 @@ impl<'t> Walker<'t> {
     ) {
         let (ks, vs) = (self.size(b.key), self.size(b.val));
         if !readable(node + b.len as usize, 2) {
-            h.write_u8(UNREADABLE);
+            self.put(h, &(UNREADABLE).to_le_bytes());
             return;
         }
         // SAFETY: just checked.
@@ -501,7 +549,7 @@ impl<'t> Walker<'t> {
             || (height > 0 && !readable(edges, 8 * (len + 1)))
             || height > 64
         {
-            h.write_u8(UNREADABLE);
+            self.put(h, &(UNREADABLE).to_le_bytes());
             return;
         }
         for i in 0..=len {

@@ -259,20 +259,21 @@ fn the_lossy_link_counts_what_a_plain_search_counts() {
 }
 
 /// Without `Debug` on the library's types, the wrappers could not derive
-/// it, and cmc would fall back to the canonical heap: for this library
-/// (a `VecDeque`, `String`s, no hash map) it counts the same states.
+/// it, and cmc would walk their values by the executable's type
+/// information (the typed identity), or, in a build without it, fall back
+/// to the canonical heap: for this library (a `VecDeque`, `String`s, no
+/// hash map) both count the same states.
 #[test]
-fn the_canonical_heap_counts_the_same_states() {
+fn the_typed_walk_and_the_canonical_heap_count_the_same_states() {
     if SEEDED_BUG {
         return;
     }
-    let r = lossy_link()
-        .fingerprint(FingerprintMode::Heap)
-        .check()
-        .unwrap();
-    assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.violations);
-    assert_eq!(r.stats.fingerprint, Some(FingerprintMode::Heap));
-    assert_eq!(r.stats.unique, LOSSY_LINK_STATES);
+    for mode in [FingerprintMode::Typed, FingerprintMode::Heap] {
+        let r = lossy_link().fingerprint(mode).check().unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.violations);
+        assert_eq!(r.stats.fingerprint, Some(mode));
+        assert_eq!(r.stats.unique, LOSSY_LINK_STATES, "{mode:?}");
+    }
 }
 
 /// Over a network that reorders, the correct library delivers an old
