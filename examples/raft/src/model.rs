@@ -220,3 +220,27 @@ pub fn raft_3_large() -> Model<Node> {
     )
     .sometimes("a_command_is_applied", a_command_is_applied)
 }
+
+/// Five replicas electing a leader of term 1, three messages in flight on
+/// a reliable network: a bench model (`cargo bench`), minutes of search.
+#[cmc::model]
+pub fn raft_5_election() -> Model<Node> {
+    group(5, ELECTION, NetworkConfig::new().capacity(3))
+}
+
+/// The bounds of the five-replica bench model with crashes and proposals.
+pub const LARGE_5: Limits = Limits {
+    max_term: 2,
+    heartbeats_per_term: 1,
+    proposals: 2,
+    crashes: 2,
+};
+
+/// Five replicas, terms up to 2, two proposals, one heartbeat round per
+/// term, two crashes, four messages in flight on a lossy network: a bench
+/// model, far beyond what a search completes.
+#[cmc::model]
+pub fn raft_5_large() -> Model<Node> {
+    group(5, LARGE_5, NetworkConfig::new().capacity(4).lossy(true))
+        .sometimes("a_command_is_applied", a_command_is_applied)
+}
