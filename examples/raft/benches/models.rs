@@ -24,7 +24,8 @@ fn main() {
     let secs = env("CMC_RAFT_TIME", 60);
     let jobs = env("CMC_RAFT_JOBS", 2) as usize;
     let only = std::env::var("CMC_RAFT_MODELS").ok();
-    let models: [(&str, fn() -> Model<Node>); 6] = [
+    type Named = (&'static str, fn() -> Model<Node>);
+    let models: [Named; 6] = [
         ("raft_3_election", model::raft_3_election),
         ("raft_3_crash", model::raft_3_crash),
         ("raft_3_replication", model::raft_3_replication),
