@@ -719,7 +719,7 @@ impl Types {
                 ));
             }
             // A hash map's hasher (random keys): not part of its value.
-            "std::hash::random::RandomState" | "ahash::random_state::RandomState" => {
+            _ if base.ends_with("::RandomState") => {
                 return Ok(Ty {
                     size,
                     shape: Shape::Skip,
@@ -901,8 +901,9 @@ impl Types {
                 plain = false;
                 continue;
             }
-            // A hash map's hasher: its keys are random, not part of the value.
-            if base == "hashbrown::map::HashMap" && mname == "hash_builder" {
+            // A hash map's hasher (std's, hashbrown's, indexmap's all name
+            // it so): its keys are random, not part of the value.
+            if mname == "hash_builder" {
                 plain = false;
                 continue;
             }

@@ -270,3 +270,35 @@ fn marker_only_dyn_values_count_by_their_type_and_value() {
         "a u32 and a u64 behind a dyn are different values"
     );
 }
+
+/// A hash map's hasher is not part of its value, whatever the hasher: a
+/// seeded one of the user's counts by the entries alone.
+#[test]
+fn a_maps_hasher_is_not_its_value() {
+    #[derive(Clone)]
+    struct Seeded(u64);
+    impl std::hash::BuildHasher for Seeded {
+        type Hasher = std::collections::hash_map::DefaultHasher;
+        fn build_hasher(&self) -> Self::Hasher {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hasher::write_u64(&mut h, self.0);
+            h
+        }
+    }
+    struct Table {
+        m: HashMap<u32, String, Seeded>,
+    }
+    let mut a = Table {
+        m: HashMap::with_hasher(Seeded(1)),
+    };
+    let mut b = Table {
+        m: HashMap::with_hasher(Seeded(2)),
+    };
+    for i in 0..20 {
+        a.m.insert(i, i.to_string());
+        b.m.insert(19 - i, (19 - i).to_string());
+    }
+    assert_eq!(fp(&a), fp(&b));
+    b.m.insert(20, String::new());
+    assert_ne!(fp(&a), fp(&b));
+}
