@@ -8,7 +8,7 @@ use crate::engine::{
     SetupFailure, ENV, ENV_EVENTS,
 };
 use crate::isolate::{self, ChildEnd};
-use crate::model::{Model, Process};
+use crate::model::{FingerprintMode, Model, Process};
 use crate::trace::{Trace, ViolationKind, ViolationRecord};
 
 /// What replaying a trace showed.
@@ -83,11 +83,17 @@ fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> 
             )),
             Some(now) if now.source != was.source => changes.push(format!(
                 "the {} type `{}` is identified by its {} now, by its {} when the trace \
-                 was recorded",
+                 was recorded{}",
                 was.role,
                 was.type_name,
                 now.source.name(),
-                was.source.name()
+                was.source.name(),
+                if was.source == FingerprintMode::Typed {
+                    " (the typed identity reads the executable's debugging information: \
+                     build with `debug = 2`, as `cargo cmc` does)"
+                } else {
+                    ""
+                }
             )),
             _ => {}
         }
