@@ -140,7 +140,9 @@ pub(crate) struct Types {
     units: HashMap<u64, UnitDies>,
     /// Unit header offsets, sorted.
     unit_starts: Vec<u64>,
-    pub(crate) tys: Vec<Ty>,
+    /// Shared, so that a walk holds a type while it recurses (the table
+    /// grows when a `dyn` value's type is first looked up).
+    pub(crate) tys: Vec<std::sync::Arc<Ty>>,
     by_die: HashMap<u64, TyId>,
     /// `vtable address (link-time) -> concrete type DIE`, once listed.
     vtables: Option<HashMap<u64, u64>>,
@@ -469,7 +471,7 @@ impl Types {
     }
 
     fn push(&mut self, ty: Ty) -> TyId {
-        self.tys.push(ty);
+        self.tys.push(std::sync::Arc::new(ty));
         (self.tys.len() - 1) as TyId
     }
 
@@ -491,7 +493,7 @@ impl Types {
         let id = self.skip("?");
         self.by_die.insert(off, id);
         let ty = self.build(off)?;
-        self.tys[id as usize] = ty;
+        self.tys[id as usize] = std::sync::Arc::new(ty);
         Ok(id)
     }
 

@@ -36,6 +36,7 @@ fn anchor<T: ?Sized>() -> &'static str {
 
 struct State {
     types: Result<Types, String>,
+    scratch: walk::Scratch,
     /// The resolved type of each anchor address.
     roots: HashMap<usize, Result<TyId, String>>,
 }
@@ -45,11 +46,12 @@ fn state() -> &'static Mutex<Option<State>> {
     STATE.get_or_init(|| Mutex::new(None))
 }
 
-fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId) -> R) -> Result<R, String> {
+fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R) -> Result<R, String> {
     let _sys = crate::ctx::system_scope();
     let mut guard = state().lock().unwrap_or_else(|e| e.into_inner());
     let st = guard.get_or_insert_with(|| State {
         types: Types::load(),
+        scratch: walk::Scratch::default(),
         roots: HashMap::new(),
     });
     let types = st.types.as_mut().map_err(|e| e.clone())?;
@@ -72,21 +74,21 @@ fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId) -> R) -> Result<R, String> {
             size_of::<T>()
         ));
     }
-    Ok(f(types, root))
+    Ok(f(types, root, &mut st.scratch))
 }
 
 /// Whether values of `T` can be fingerprinted by their type information;
 /// the reason when not.
 pub fn available<T>() -> Result<(), String> {
-    with_root::<T, ()>(|_, _| ())
+    with_root::<T, ()>(|_, _, _| ())
 }
 
 /// Feeds `value`'s meaning to `h`, walking it by its type information.
 /// Types cmc cannot describe (no debugging information) hash nothing; the
 /// engine asks [`available`] before it chooses this source.
 pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
-    let _ = with_root::<T, ()>(|types, root| {
-        let mut w = walk::Walker::new(types);
+    let _ = with_root::<T, ()>(|types, root, scratch| {
+        let mut w = walk::Walker::new(types, scratch);
         // SAFETY: `value` is a live `T`, whose size the table's agrees with.
         unsafe { w.value(root, value as *const T as usize, h) };
     });
@@ -96,8 +98,8 @@ pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
 /// bytes in hex` (unordered collections in their storage order). A
 /// diagnostic: diff two states that should be one.
 pub fn dump<T>(value: &T) -> Result<String, String> {
-    with_root::<T, String>(|types, root| {
-        let mut w = walk::Walker::new(types);
+    with_root::<T, String>(|types, root, scratch| {
+        let mut w = walk::Walker::new(types, scratch);
         w.log = Some(walk::Log::default());
         let mut h = StateHasher::default();
         // SAFETY: `value` is a live `T`, whose size the table's agrees with.
@@ -114,7 +116,7 @@ pub fn dump<T>(value: &T) -> Result<String, String> {
 /// The name of every type the walk of a `T` knows, with its shape (a
 /// diagnostic for `cargo cmc check -v` and tests).
 pub fn describe<T>() -> Result<String, String> {
-    with_root::<T, String>(|types, root| {
+    with_root::<T, String>(|types, root, _| {
         let mut out = String::new();
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![(root, 0usize)];

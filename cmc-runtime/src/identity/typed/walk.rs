@@ -5,7 +5,44 @@ use std::hash::Hasher;
 use super::dwarf::{Shape, TyId, Types};
 use crate::model::StateHasher;
 
-type Map<K, V> = std::collections::HashMap<K, V>;
+type Map<K, V> = hashbrown::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// A multiply-fold hasher for the memo's keys (addresses and type ids,
+/// chosen by no adversary).
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        crate::hash::fmix64(self.0)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+}
+
+/// The memo and the current path of a walk, kept between walks so that a
+/// walk allocates nothing once they have grown.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    memo: Map<(usize, TyId), u128>,
+    path: Map<(usize, TyId), usize>,
+}
 
 /// Tags that keep different kinds of pointer outcome apart.
 const NULL: u8 = 0;
@@ -23,8 +60,7 @@ const MAX_DEPTH: usize = 2_000;
 /// the pointees on the current path (cycles), and the readable memory.
 pub(crate) struct Walker<'t> {
     pub(crate) types: &'t mut Types,
-    memo: Map<(usize, TyId), u128>,
-    path: Map<(usize, TyId), usize>,
+    s: &'t mut Scratch,
     depth: usize,
     segments: &'static [(usize, usize)],
     bias: u64,
@@ -139,11 +175,12 @@ unsafe fn read<T: Copy>(addr: usize) -> T {
 }
 
 impl<'t> Walker<'t> {
-    pub(crate) fn new(types: &'t mut Types) -> Self {
+    pub(crate) fn new(types: &'t mut Types, s: &'t mut Scratch) -> Self {
+        s.memo.clear();
+        s.path.clear();
         Walker {
             types,
-            memo: Map::new(),
-            path: Map::new(),
+            s,
             depth: 0,
             segments: segments(),
             bias: crate::identity::layout::modules().exe_bias,
@@ -188,7 +225,7 @@ impl<'t> Walker<'t> {
     /// The value's own `size` bytes at `addr` must be readable; everything
     /// it points to is checked before it is read.
     pub(crate) unsafe fn value(&mut self, ty: TyId, addr: usize, h: &mut StateHasher) {
-        let t = &self.types.tys[ty as usize];
+        let t = std::sync::Arc::clone(&self.types.tys[ty as usize]);
         let size = t.size as usize;
         if t.plain {
             // SAFETY: the caller's contract covers the value's bytes.
@@ -197,30 +234,33 @@ impl<'t> Walker<'t> {
             });
             return;
         }
-        let shape = t.shape.clone();
+        let shape: &Shape = &t.shape;
         // SAFETY: every read below is inside the value's own bytes, covered
         // by the caller's contract, or in memory `readable` just approved.
         unsafe {
-            match shape {
+            match *shape {
                 Shape::Skip => {}
                 Shape::Plain | Shape::Opaque => {
                     self.put(h, std::slice::from_raw_parts(addr as *const u8, size))
                 }
                 Shape::Word => self.put_word(h, read::<usize>(addr)),
                 Shape::FnPtr => self.put_word(h, read::<usize>(addr)),
-                Shape::Struct(fields) => {
-                    for (at, f, name) in fields {
+                Shape::Struct(ref fields) => {
+                    for (at, f, name) in fields.iter() {
                         if let Some(log) = &mut self.log {
-                            log.path.push(name);
+                            log.path.push(name.clone());
                         }
-                        self.value(f, addr + at as usize, h);
+                        self.value(*f, addr + *at as usize, h);
                         if let Some(log) = &mut self.log {
                             log.path.pop();
                         }
                     }
                 }
                 Shape::Array { elem, count } => self.run(elem, addr, count as usize, h),
-                Shape::Enum { discr, variants } => {
+                Shape::Enum {
+                    discr,
+                    ref variants,
+                } => {
                     let raw = discr.map(|(at, n)| read_uint(addr + at as usize, n));
                     let mask = |v: u64, n: u8| {
                         if n >= 8 {
@@ -337,12 +377,12 @@ impl<'t> Walker<'t> {
                     }
                     self.put(h, &(sum).to_le_bytes());
                 }
-                Shape::BTree(b) => {
+                Shape::BTree(ref b) => {
                     let node = read::<usize>(addr + b.node as usize);
                     let height = read::<usize>(addr + b.height as usize);
                     let mut count = 0u64;
                     if node != 0 {
-                        self.btree_node(&b, node, height, &mut count, h);
+                        self.btree_node(b, node, height, &mut count, h);
                     }
                     self.put(h, &(count).to_le_bytes());
                 }
@@ -438,10 +478,10 @@ impl<'t> Walker<'t> {
     /// hashes as its distance.
     fn child(&mut self, ty: TyId, target: usize, size: usize) -> u128 {
         let key = (target, ty);
-        if let Some(&m) = self.memo.get(&key).filter(|_| self.log.is_none()) {
+        if let Some(&m) = self.s.memo.get(&key).filter(|_| self.log.is_none()) {
             return m;
         }
-        if let Some(&d) = self.path.get(&key) {
+        if let Some(&d) = self.s.path.get(&key) {
             return u128::from(CYCLE) << 64 | (self.depth - d) as u128;
         }
         if !readable(target, size) {
@@ -452,15 +492,15 @@ impl<'t> Walker<'t> {
         if self.depth >= MAX_DEPTH {
             return u128::from(UNREADABLE) << 96;
         }
-        self.path.insert(key, self.depth);
+        self.s.path.insert(key, self.depth);
         self.depth += 1;
         let mut sub = StateHasher::default();
         // SAFETY: `readable` approved the value's bytes.
         unsafe { self.value(ty, target, &mut sub) };
         self.depth -= 1;
-        self.path.remove(&key);
+        self.s.path.remove(&key);
         let r = sub.finish128();
-        self.memo.insert(key, r);
+        self.s.memo.insert(key, r);
         r
     }
 
@@ -498,8 +538,8 @@ impl<'t> Walker<'t> {
             self.put_word(h, vtable);
             return;
         };
-        let name = self.types.tys[c as usize].name.clone();
-        self.put(h, name.as_bytes());
+        let concrete = std::sync::Arc::clone(&self.types.tys[c as usize]);
+        self.put(h, concrete.name.as_bytes());
         // The vtable's third word is the value's alignment.
         if !readable(vtable, 24) {
             self.put(h, &(UNREADABLE).to_le_bytes());
