@@ -302,3 +302,118 @@ fn a_maps_hasher_is_not_its_value() {
     b.m.insert(20, String::new());
     assert_ne!(fp(&a), fp(&b));
 }
+
+/// Against a reference: random values of a type written the ordinary way,
+/// each built through a random history (spare capacity, junk inserted and
+/// removed, a ring buffer rotated), over a small domain so that equal
+/// values recur. Two values fingerprint alike exactly when their
+/// canonical `Debug` (maps sorted, the ring in order) is equal.
+#[test]
+fn fingerprints_agree_with_a_canonical_debug_reference() {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap as Sorted;
+
+    #[derive(Debug)]
+    enum E {
+        A,
+        B(u8),
+        C { x: String },
+    }
+    struct V {
+        n: u16,
+        s: String,
+        v: Vec<u8>,
+        m: HashMap<u8, Vec<u16>>,
+        b: BTreeMap<u16, Option<Box<u8>>>,
+        q: VecDeque<u8>,
+        e: E,
+        r: Rc<RefCell<Vec<u8>>>,
+    }
+    fn reference(x: &V) -> String {
+        let m: Sorted<_, _> = x.m.iter().collect();
+        let q: Vec<_> = x.q.iter().collect();
+        format!("{:?}", (x.n, &x.s, &x.v, m, &x.b, q, &x.e, &*x.r.borrow()))
+    }
+    fn random(rng: &mut SmallRng) -> V {
+        let small = |rng: &mut SmallRng| rng.gen_range(0..2u8);
+        let mut v = Vec::with_capacity(rng.gen_range(0..8));
+        for _ in 0..rng.gen_range(0..2) {
+            v.push(small(rng));
+        }
+        // Junk pushed and popped: stale bytes in the spare capacity.
+        for _ in 0..rng.gen_range(0..3) {
+            v.push(rng.gen());
+        }
+        v.truncate(rng.gen_range(0..=v.len().min(1)));
+        let mut m = HashMap::new();
+        for _ in 0..rng.gen_range(0..6) {
+            m.insert(rng.gen_range(100..200u8), vec![rng.gen()]);
+        }
+        if small(rng) == 1 {
+            m.insert(0, vec![1; usize::from(small(rng))]);
+        }
+        m.retain(|k, _| *k < 100);
+        let mut b = BTreeMap::new();
+        let keys = rng.gen_range(0..30u16);
+        for k in 0..keys {
+            b.insert(k * 7 + 1000, None);
+        }
+        if small(rng) == 1 {
+            let some = small(rng) == 1;
+            b.insert(0, some.then(|| Box::new(small(rng))));
+        }
+        b.retain(|k, _| *k < 1000);
+        let mut q = VecDeque::with_capacity(4);
+        for _ in 0..rng.gen_range(0..4) {
+            q.push_back(rng.gen());
+            q.pop_front();
+        }
+        for _ in 0..rng.gen_range(0..2) {
+            q.push_back(small(rng));
+        }
+        let e = match rng.gen_range(0..4) {
+            0 => E::A,
+            1 => E::B(small(rng)),
+            _ => E::C {
+                x: "c".repeat(usize::from(small(rng))),
+            },
+        };
+        let mut s = String::with_capacity(rng.gen_range(0..16));
+        s.push_str(["", "xy"][rng.gen_range(0..2)]);
+        V {
+            n: u16::from(small(rng)),
+            s,
+            v,
+            m,
+            b,
+            q,
+            e,
+            r: Rc::new(RefCell::new(vec![small(rng); usize::from(small(rng))])),
+        }
+    }
+    let mut rng = SmallRng::seed_from_u64(7);
+    let values: Vec<V> = (0..6000).map(|_| random(&mut rng)).collect();
+    let mut by_reference: HashMap<String, u128> = HashMap::new();
+    let mut by_fingerprint: HashMap<u128, String> = HashMap::new();
+    for x in &values {
+        let (r, f) = (reference(x), fp(x));
+        assert_eq!(
+            *by_reference.entry(r.clone()).or_insert(f),
+            f,
+            "{r}: two fingerprints"
+        );
+        assert_eq!(
+            *by_fingerprint.entry(f).or_insert(r.clone()),
+            r,
+            "one fingerprint, two values"
+        );
+    }
+    // The domain is small enough that values recur, and large enough that
+    // they differ.
+    let distinct = by_reference.len();
+    assert!(
+        distinct < values.len() * 2 / 3 && distinct > 1000,
+        "{distinct} distinct values"
+    );
+}
