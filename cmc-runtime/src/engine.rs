@@ -361,23 +361,14 @@ impl<P: Process> Fingerprinter<P> {
             HeapGraph::new(mem, env_arena, shared.cast())
         });
         let msg_mode = fns.msg.best().map_or(FingerprintMode::Debug, |(m, _)| m);
-        let mut sources = vec![TypeSource {
-            role: "process".into(),
-            type_name: std::any::type_name::<P>().into(),
-            source: process.mode().expect("a process type always has a source"),
-        }];
+        let mut sources = vec![TypeSource::of::<P>(
+            "process",
+            process.mode().expect("a process type always has a source"),
+        )];
         if let Some(source) = shared.mode().filter(|_| size_of::<P::Shared>() != 0) {
-            sources.push(TypeSource {
-                role: "shared".into(),
-                type_name: std::any::type_name::<P::Shared>().into(),
-                source,
-            });
+            sources.push(TypeSource::of::<P::Shared>("shared", source));
         }
-        sources.push(TypeSource {
-            role: "message".into(),
-            type_name: std::any::type_name::<P::Msg>().into(),
-            source: msg_mode,
-        });
+        sources.push(TypeSource::of::<P::Msg>("message", msg_mode));
         Ok(Fingerprinter {
             process,
             shared,

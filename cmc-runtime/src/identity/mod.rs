@@ -193,6 +193,12 @@ pub struct TypeSource {
     pub type_name: String,
     /// The source.
     pub source: FingerprintMode,
+    /// Under the typed walk: the types inside this one it can only hash
+    /// by their bytes (unions, such as a `MaybeUninit` outside the
+    /// containers it knows), where equal values may count as different
+    /// states.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_bytes: Vec<String>,
 }
 
 impl fmt::Display for TypeSource {
@@ -203,6 +209,27 @@ impl fmt::Display for TypeSource {
             self.role,
             self.type_name,
             self.source.name()
-        )
+        )?;
+        if !self.by_bytes.is_empty() {
+            write!(f, " (by their bytes: {})", self.by_bytes.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl TypeSource {
+    /// The source of type `T` in role `role`.
+    pub(crate) fn of<T>(role: &str, source: FingerprintMode) -> Self {
+        let by_bytes = if source == FingerprintMode::Typed {
+            typed::by_bytes::<T>()
+        } else {
+            Vec::new()
+        };
+        TypeSource {
+            role: role.into(),
+            type_name: std::any::type_name::<T>().into(),
+            source,
+            by_bytes,
+        }
     }
 }

@@ -94,6 +94,29 @@ pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
     });
 }
 
+/// The types reachable in a `T` that the walk hashes by their bytes
+/// (unions), by name; empty when the type information does not describe
+/// `T`.
+pub fn by_bytes<T>() -> Vec<String> {
+    with_root::<T, Vec<String>>(|types, root, _| {
+        let mut out = std::collections::BTreeSet::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let t = &types.tys[id as usize];
+            if matches!(t.shape, dwarf::Shape::Opaque) {
+                out.insert(t.name.clone());
+            }
+            stack.extend(children(&t.shape));
+        }
+        out.into_iter().collect()
+    })
+    .unwrap_or_default()
+}
+
 /// What the walk of `value` hashes, one line per datum: `field.path =
 /// bytes in hex` (unordered collections in their storage order). A
 /// diagnostic: diff two states that should be one.

@@ -417,3 +417,22 @@ fn fingerprints_agree_with_a_canonical_debug_reference() {
         "{distinct} distinct values"
     );
 }
+
+/// A union the walk can only hash by its bytes is named, so that `-v`
+/// can say where equal values may count twice; the standard containers'
+/// own unions (B-tree slots) are not.
+#[test]
+fn unions_hashed_by_their_bytes_are_named() {
+    struct Raw {
+        slot: std::mem::MaybeUninit<u64>,
+        tree: BTreeMap<u8, u8>,
+    }
+    let names = by_bytes::<Raw>();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].contains("MaybeUninit<u64>"), "{names:?}");
+    assert!(by_bytes::<Node>().is_empty(), "{:?}", by_bytes::<Node>());
+    let _ = Raw {
+        slot: std::mem::MaybeUninit::new(1),
+        tree: BTreeMap::new(),
+    };
+}
