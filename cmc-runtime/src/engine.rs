@@ -291,6 +291,7 @@ impl<P: Process> Fingerprinter<P> {
         env: *mut Env<P::Msg, P::Shared>,
     ) -> Result<Self, CheckError> {
         let fns = P::hash_fns();
+        crate::identity::typed::new_check();
         let process = match mode {
             None => fns
                 .process

@@ -21,7 +21,6 @@ mod dwarf;
 mod walk;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 
 use crate::model::StateHasher;
 use dwarf::{TyId, Types};
@@ -41,19 +40,30 @@ struct State {
     roots: HashMap<usize, Result<TyId, String>>,
 }
 
-fn state() -> &'static Mutex<Option<State>> {
-    static STATE: OnceLock<Mutex<Option<State>>> = OnceLock::new();
-    STATE.get_or_init(|| Mutex::new(None))
+thread_local! {
+    /// Per thread, not behind a process-wide lock: a search forks its
+    /// workers, and a lock another thread (another check in the same test
+    /// binary) held at the fork would stay held in the child for ever.
+    static STATE: std::cell::RefCell<Option<State>> = const { std::cell::RefCell::new(None) };
 }
 
 fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R) -> Result<R, String> {
-    let _sys = crate::ctx::system_scope();
-    let mut guard = state().lock().unwrap_or_else(|e| e.into_inner());
-    let st = guard.get_or_insert_with(|| State {
-        types: Types::load(),
-        scratch: walk::Scratch::default(),
-        roots: HashMap::new(),
-    });
+    STATE.with(|cell| {
+        let _sys = crate::ctx::system_scope();
+        let mut guard = cell.borrow_mut();
+        let st = guard.get_or_insert_with(|| State {
+            types: Types::load(),
+            scratch: walk::Scratch::default(),
+            roots: HashMap::new(),
+        });
+        with_state::<T, R>(st, f)
+    })
+}
+
+fn with_state<T, R>(
+    st: &mut State,
+    f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R,
+) -> Result<R, String> {
     let types = st.types.as_mut().map_err(|e| e.clone())?;
     let key = anchor::<T> as fn() -> &'static str as usize;
     let root = match st.roots.get(&key) {
@@ -75,6 +85,18 @@ fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R) ->
         ));
     }
     Ok(f(types, root, &mut st.scratch))
+}
+
+/// A check begins: what earlier checks learnt about memory outside the
+/// arenas is forgotten.
+pub(crate) fn new_check() {
+    walk::new_check();
+    STATE.with(|cell| {
+        if let Some(st) = cell.borrow_mut().as_mut() {
+            let _sys = crate::ctx::system_scope();
+            st.scratch.new_check();
+        }
+    });
 }
 
 /// Whether values of `T` can be fingerprinted by their type information;

@@ -10,7 +10,11 @@ use std::sync::Arc;
 
 use super::*;
 
+/// The typed fingerprint of `v`. These values live outside any arena,
+/// where a check takes an object's meaning once (see `Scratch::outside`):
+/// each is a check of its own.
 fn fp<T>(v: &T) -> u128 {
+    new_check();
     available::<T>().unwrap_or_else(|e| panic!("{}: {e}", std::any::type_name::<T>()));
     let mut h = StateHasher::default();
     typed_hash(v, &mut h);

@@ -42,6 +42,18 @@ impl Hasher for KeyHasher {
 pub(crate) struct Scratch {
     memo: Map<(usize, TyId), u128>,
     path: Map<(usize, TyId), usize>,
+    /// The hashes of objects outside the arenas (a configuration behind an
+    /// `Arc` made before the check, the program's constants), for the
+    /// whole check: such memory is part of no state (it is never restored),
+    /// so its meaning is taken once.
+    outside: Map<(usize, TyId), u128>,
+}
+
+impl Scratch {
+    /// A check begins.
+    pub(crate) fn new_check(&mut self) {
+        self.outside.clear();
+    }
 }
 
 /// Tags that keep different kinds of pointer outcome apart.
@@ -145,6 +157,10 @@ fn probe(addr: usize, end: usize) -> bool {
     let page = crate::sys::PAGE;
     let mut at = addr;
     while at < end {
+        if PROBED.with(|p| p.borrow().contains(&(at / page))) {
+            at = (at / page + 1) * page;
+            continue;
+        }
         let mut byte = 0u8;
         let local = libc::iovec {
             iov_base: &mut byte as *mut u8 as *mut libc::c_void,
@@ -160,9 +176,38 @@ fn probe(addr: usize, end: usize) -> bool {
         if n != 1 {
             return false;
         }
+        PROBED.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < MAX_PROBED {
+                let _sys = crate::ctx::system_scope();
+                p.insert(at / page);
+            }
+        });
         at = (at / page + 1) * page;
     }
     true
+}
+
+/// At most this many pages are remembered as readable.
+const MAX_PROBED: usize = 1 << 16;
+
+thread_local! {
+    /// Pages outside the arenas and the program found readable during the
+    /// current check: an object a state reaches there (made by the system
+    /// allocator before the check began, such as a configuration behind an
+    /// `Arc`) lives as long as the state holds it, so its pages stay
+    /// mapped; asking the kernel again on every walk would cost a system
+    /// call per pointer. Forgotten when a check begins ([`new_check`]).
+    static PROBED: std::cell::RefCell<std::collections::HashSet<usize>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// Forgets the pages [`probe`] found readable (a new check begins).
+pub(crate) fn new_check() {
+    PROBED.with(|p| {
+        let _sys = crate::ctx::system_scope();
+        p.borrow_mut().clear();
+    });
 }
 
 /// Reads a `T` at `addr`.
@@ -492,6 +537,16 @@ impl<'t> Walker<'t> {
         if self.depth >= MAX_DEPTH {
             return u128::from(UNREADABLE) << 96;
         }
+        let outside = crate::arena::find(target).is_none();
+        if outside && self.log.is_none() {
+            if let Some(&m) = self.s.outside.get(&key) {
+                return m;
+            }
+        }
+        if let Some(log) = self.log.as_mut().filter(|_| outside) {
+            use std::fmt::Write;
+            let _ = writeln!(log.out, "{} = (outside the arenas)", log.path.join("."));
+        }
         self.s.path.insert(key, self.depth);
         self.depth += 1;
         let mut sub = StateHasher::default();
@@ -501,6 +556,9 @@ impl<'t> Walker<'t> {
         self.s.path.remove(&key);
         let r = sub.finish128();
         self.s.memo.insert(key, r);
+        if outside {
+            self.s.outside.insert(key, r);
+        }
         r
     }
 
