@@ -1,8 +1,9 @@
 //! Time per state of each source of identity (`StateHash`, `Hash`,
-//! `Debug`, canonical heap, bytes) on the same models, in one run: two-phase
-//! commit with 6 RMs (whose process type offers all of them) and the
-//! membership example (ordinary std collections: only `Debug`, heap and
-//! bytes exist, and only `Debug` counts by meaning).
+//! `Debug`, the typed walk, canonical heap, bytes) on the same models, in
+//! one run: two-phase commit with 6 RMs (whose process type offers all of
+//! them) and the membership example (ordinary std collections: only
+//! `Debug`, the typed walk, heap and bytes exist, and only `Debug` and the
+//! typed walk count by meaning).
 //!
 //! Also the AODV 4-node model to a bounded depth (std collections behind
 //! a derived `StateHash`), and the cost of seeding each transition's
@@ -65,12 +66,12 @@ fn report<P: Process>(
 fn main() {
     let quick = std::env::var_os("CMC_BENCH_QUICK").is_some();
     let runs = if quick { 1 } else { 3 };
-    use FingerprintMode::{Bytes, Debug, Hash, Heap, State};
+    use FingerprintMode::{Bytes, Debug, Hash, Heap, State, Typed};
     let rms = if quick { 4 } else { 6 };
     let tpc = report(
         &format!("two_phase_commit_{rms}"),
         || two_phase_commit::two_phase_commit(rms),
-        &[State, Hash, Debug, Heap, Bytes],
+        &[State, Hash, Debug, Typed, Heap, Bytes],
         runs,
     );
     let of = |m| tpc.iter().find(|(x, _)| *x == m).map(|(_, t)| *t).unwrap();
@@ -82,14 +83,14 @@ fn main() {
     report(
         &format!("membership_{nodes}"),
         || membership::model::group(nodes, max, capacity).max_states(2_000_000),
-        &[Debug, Heap, Bytes],
+        &[Debug, Typed, Heap, Bytes],
         runs,
     );
     let depth = if quick { 4 } else { 5 };
     report(
         &format!("aodv_4_nodes_depth_{depth}"),
         || aodv::model::aodv_4_nodes().max_depth(depth),
-        &[State, Debug, Heap, Bytes],
+        &[State, Debug, Typed, Heap, Bytes],
         runs,
     );
     controls(rms, if quick { 3 } else { 9 });
