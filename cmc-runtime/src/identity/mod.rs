@@ -193,12 +193,11 @@ pub struct TypeSource {
     pub type_name: String,
     /// The source.
     pub source: FingerprintMode,
-    /// Under the typed walk: the types inside this one it can only hash
-    /// by their bytes (unions, such as a `MaybeUninit` outside the
-    /// containers it knows), where equal values may count as different
-    /// states.
+    /// Under the typed walk: where it has to guess (see
+    /// [`typed::guesses`]): unions it hashes by their bytes, raw pointers
+    /// outside the standard library it follows to one element.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_bytes: Vec<String>,
+    pub guesses: Vec<String>,
 }
 
 impl fmt::Display for TypeSource {
@@ -210,8 +209,8 @@ impl fmt::Display for TypeSource {
             self.type_name,
             self.source.name()
         )?;
-        if !self.by_bytes.is_empty() {
-            write!(f, " (by their bytes: {})", self.by_bytes.join(", "))?;
+        if !self.guesses.is_empty() {
+            write!(f, " (guessing at: {})", self.guesses.join("; "))?;
         }
         Ok(())
     }
@@ -220,8 +219,8 @@ impl fmt::Display for TypeSource {
 impl TypeSource {
     /// The source of type `T` in role `role`.
     pub(crate) fn of<T>(role: &str, source: FingerprintMode) -> Self {
-        let by_bytes = if source == FingerprintMode::Typed {
-            typed::by_bytes::<T>()
+        let guesses = if source == FingerprintMode::Typed {
+            typed::guesses::<T>()
         } else {
             Vec::new()
         };
@@ -229,7 +228,7 @@ impl TypeSource {
             role: role.into(),
             type_name: std::any::type_name::<T>().into(),
             source,
-            by_bytes,
+            guesses,
         }
     }
 }

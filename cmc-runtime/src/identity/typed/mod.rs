@@ -116,23 +116,44 @@ pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
     });
 }
 
-/// The types reachable in a `T` that the walk hashes by their bytes
-/// (unions), by name; empty when the type information does not describe
-/// `T`.
-pub fn by_bytes<T>() -> Vec<String> {
+/// Where the walk of a `T` has to guess, by type name: unions it hashes by
+/// their bytes (equal values may count twice there), and raw pointers in
+/// types outside the standard library, which it follows to one element
+/// (a collection that keeps several behind one, such as a spilled
+/// `SmallVec`, is seen through its first). Empty when the type information
+/// does not describe `T`.
+pub fn guesses<T>() -> Vec<String> {
     with_root::<T, Vec<String>>(|types, root, _| {
+        let std_lib = |name: &str| {
+            [
+                "alloc::",
+                "core::",
+                "std::",
+                "hashbrown::",
+                "*const alloc::",
+                "*const core::",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p))
+        };
         let mut out = std::collections::BTreeSet::new();
         let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![root];
-        while let Some(id) = stack.pop() {
+        let mut stack = vec![(root, String::new())];
+        while let Some((id, parent)) = stack.pop() {
+            let t = &types.tys[id as usize];
+            let raw = t.name.starts_with("*const ") || t.name.starts_with("*mut ");
+            if raw && matches!(t.shape, dwarf::Shape::Ptr(_)) && !std_lib(&parent) {
+                out.insert(format!("{} in {parent} (one element followed)", t.name));
+            }
             if !seen.insert(id) {
                 continue;
             }
-            let t = &types.tys[id as usize];
             if matches!(t.shape, dwarf::Shape::Opaque) {
-                out.insert(t.name.clone());
+                out.insert(format!("{} (by its bytes)", t.name));
             }
-            stack.extend(children(&t.shape));
+            for c in children(&t.shape) {
+                stack.push((c, t.name.clone()));
+            }
         }
         out.into_iter().collect()
     })

@@ -422,21 +422,32 @@ fn fingerprints_agree_with_a_canonical_debug_reference() {
     );
 }
 
-/// A union the walk can only hash by its bytes is named, so that `-v`
-/// can say where equal values may count twice; the standard containers'
-/// own unions (B-tree slots) are not.
+/// Where the walk guesses, it says so: a union it can only hash by its
+/// bytes, a raw pointer in a type of the user's; the standard containers'
+/// own unions and raw pointers (B-tree slots, `Rc`, `Vec`) are not named.
 #[test]
-fn unions_hashed_by_their_bytes_are_named() {
+fn guesses_are_named() {
     struct Raw {
         slot: std::mem::MaybeUninit<u64>,
         tree: BTreeMap<u8, u8>,
+        list: *const u32,
+        shared: Rc<Vec<u8>>,
     }
-    let names = by_bytes::<Raw>();
-    assert_eq!(names.len(), 1, "{names:?}");
-    assert!(names[0].contains("MaybeUninit<u64>"), "{names:?}");
-    assert!(by_bytes::<Node>().is_empty(), "{:?}", by_bytes::<Node>());
+    let names = guesses::<Raw>();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.iter().any(|n| n.contains("MaybeUninit<u64>")),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.starts_with("*const u32 in ")),
+        "{names:?}"
+    );
+    assert!(guesses::<Node>().is_empty(), "{:?}", guesses::<Node>());
     let _ = Raw {
         slot: std::mem::MaybeUninit::new(1),
         tree: BTreeMap::new(),
+        list: std::ptr::null(),
+        shared: Rc::new(Vec::new()),
     };
 }
