@@ -80,6 +80,14 @@ cmc = {{ package = "cmc-runtime", {runtime} }}
 debug = 2
 debug-assertions = true
 overflow-checks = true
+
+# The typed identity reads the package's types from the units that use
+# them; the other dependencies keep line tables only (a shorter build).
+[profile.release.package."*"]
+debug = 1
+
+[profile.release.package.{pkg_name_q}]
+debug = 2
 "#,
         pkg_name = pkg.name,
         name = toml_string(name),
