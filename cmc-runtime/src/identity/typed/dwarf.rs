@@ -84,6 +84,16 @@ pub(crate) enum Shape {
     },
     /// `bytes::Bytes` or `BytesMut`: the bytes of its view.
     Bytes { ptr: u32, len: u32 },
+    /// smallvec's `SmallVec<[T; N]>`: `capacity` elements at `inline`
+    /// while `capacity <= inline_cap`, else `len` elements at `ptr`.
+    SmallVec {
+        capacity: u32,
+        inline: u32,
+        inline_cap: u64,
+        ptr: u32,
+        len: u32,
+        elem: TyId,
+    },
 }
 
 /// Where a B-tree keeps its parts.
@@ -763,6 +773,9 @@ impl Types {
                 let (len, _) = self.field_path(off, &["len"])?;
                 return Ok(mk(Shape::Bytes { ptr, len }, name));
             }
+            "smallvec::SmallVec" => {
+                return self.build_smallvec(off, size, name);
+            }
             _ => {}
         }
         let members = self.members(off)?;
@@ -966,6 +979,78 @@ impl Types {
             plain: false,
             name: format!("{name} (sized part)"),
         }))
+    }
+
+    /// The member named `name` of the variant `variant` of the enum DIE at
+    /// `off`: its offset and type DIE.
+    fn variant_field(&mut self, off: u64, variant: &str, name: &str) -> Result<(u32, u64), String> {
+        let off = self.strip(off)?;
+        for c in self.die(off)?.children {
+            let part = self.die(c)?;
+            if part.tag != tag(gimli::DW_TAG_variant_part) {
+                continue;
+            }
+            for v in part.children {
+                for m in self.die(v)?.children {
+                    let md = self.die(m)?;
+                    if md.name.as_deref() == Some(variant) {
+                        let vt = md.ty.ok_or("DWARF: variant without a type")?;
+                        return self.field_path(vt, &[name]);
+                    }
+                }
+            }
+        }
+        Err(format!("DWARF: variant `{variant}` not found"))
+    }
+
+    /// smallvec's `SmallVec<[T; N]>`: `capacity` elements inline while it
+    /// is at most `N`, else `len` elements behind the heap pointer (its
+    /// data is a union with the `union` feature, an enum without).
+    fn build_smallvec(&mut self, off: u64, size: u64, name: String) -> Result<Ty, String> {
+        let array = self.param(off, "A")?;
+        let array = self.strip(array)?;
+        let ad = self.die(array)?;
+        let elem = ad
+            .ty
+            .ok_or("DWARF: SmallVec's array without an element type")?;
+        let mut inline_cap = None;
+        for c in ad.children {
+            let cd = self.die(c)?;
+            if cd.tag == tag(gimli::DW_TAG_subrange_type) {
+                inline_cap = cd.count;
+            }
+        }
+        let inline_cap = inline_cap.ok_or("DWARF: SmallVec's array without a length")?;
+        let (capacity, _) = self.field_path(off, &["capacity"])?;
+        let (data, data_ty) = self.field_path(off, &["data"])?;
+        let data_ty = self.strip(data_ty)?;
+        let (inline, heap_ptr, heap_len) =
+            if self.die(data_ty)?.tag == tag(gimli::DW_TAG_union_type) {
+                let (inline, _) = self.field_path(data_ty, &["inline"])?;
+                let (heap, heap_ty) = self.field_path(data_ty, &["heap"])?;
+                let (p, _) = self.field_path(heap_ty, &["__0"])?;
+                let (l, _) = self.field_path(heap_ty, &["__1"])?;
+                (inline, heap + p, heap + l)
+            } else {
+                let (inline, _) = self.variant_field(data_ty, "Inline", "__0")?;
+                let (p, _) = self.variant_field(data_ty, "Heap", "ptr")?;
+                let (l, _) = self.variant_field(data_ty, "Heap", "len")?;
+                (inline, p, l)
+            };
+        let elem = self.ty(elem)?;
+        Ok(Ty {
+            size,
+            shape: Shape::SmallVec {
+                capacity,
+                inline: data + inline,
+                inline_cap,
+                ptr: data + heap_ptr,
+                len: data + heap_len,
+                elem,
+            },
+            plain: false,
+            name,
+        })
     }
 
     fn build_btree(&mut self, off: u64, size: u64, name: String) -> Result<Ty, String> {

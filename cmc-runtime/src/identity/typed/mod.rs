@@ -226,6 +226,7 @@ fn shape_name(s: &dwarf::Shape) -> &'static str {
         BTree(_) => "b-tree",
         Weak { .. } => "weak",
         Bytes { .. } => "bytes",
+        SmallVec { .. } => "smallvec",
     }
 }
 

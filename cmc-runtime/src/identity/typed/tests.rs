@@ -451,3 +451,37 @@ fn guesses_are_named() {
         shared: Rc::new(Vec::new()),
     };
 }
+
+/// smallvec's `SmallVec` counts by its elements, inline or spilled to the
+/// heap: equal contents fingerprint alike whichever way they are held, and
+/// a change behind the heap pointer is seen.
+#[test]
+fn smallvecs_count_by_their_elements() {
+    use smallvec::SmallVec;
+    struct Holder {
+        v: SmallVec<[u32; 2]>,
+    }
+    let inline = Holder {
+        v: SmallVec::from_slice(&[1]),
+    };
+    let mut spilled = Holder {
+        v: SmallVec::from_slice(&[1, 2, 3]),
+    };
+    assert!(spilled.v.spilled());
+    spilled.v.truncate(1);
+    assert!(spilled.v.spilled());
+    assert_eq!(fp(&inline), fp(&spilled));
+    let mut big = Holder {
+        v: SmallVec::from_slice(&[1, 2, 3, 4]),
+    };
+    let before = fp(&big);
+    big.v[3] = 9;
+    assert_ne!(before, fp(&big), "a change behind the heap pointer");
+    let mut small = Holder {
+        v: SmallVec::from_slice(&[1, 2]),
+    };
+    let before = fp(&small);
+    small.v[1] = 9;
+    assert_ne!(before, fp(&small), "a change inline");
+    assert!(guesses::<Holder>().is_empty(), "{:?}", guesses::<Holder>());
+}

@@ -448,6 +448,25 @@ impl<'t> Walker<'t> {
                     }
                     self.pointee(ty, p + value as usize, h);
                 }
+                Shape::SmallVec {
+                    capacity,
+                    inline,
+                    inline_cap,
+                    ptr,
+                    len,
+                    elem,
+                } => {
+                    let cap = read::<usize>(addr + capacity as usize);
+                    if cap as u64 > inline_cap {
+                        let p = read::<usize>(addr + ptr as usize);
+                        let n = read::<usize>(addr + len as usize);
+                        self.put(h, &(n as u64).to_le_bytes());
+                        self.elements(elem, p, n, h);
+                    } else {
+                        self.put(h, &(cap as u64).to_le_bytes());
+                        self.run(elem, addr + inline as usize, cap, h);
+                    }
+                }
                 Shape::Bytes { ptr, len } => {
                     let p = read::<usize>(addr + ptr as usize);
                     let n = read::<usize>(addr + len as usize);
