@@ -9,6 +9,7 @@
 use std::alloc::Layout;
 use std::fmt;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
@@ -165,6 +166,10 @@ pub(crate) struct ArenaCtl {
     pub(crate) dirty_len: AtomicUsize,
     /// The size of the first request that did not fit, or 0.
     exhausted: AtomicUsize,
+    /// Set when a thread of user code that outlived its handler may still
+    /// use the arena (`crate::threads`): dropping the arena then keeps its
+    /// memory mapped and registered, and this block alive.
+    abandoned: AtomicBool,
     pub(crate) name: String,
 }
 
@@ -192,6 +197,12 @@ impl ArenaCtl {
             std::hint::spin_loop();
         }
         LockGuard(self)
+    }
+
+    /// Marks the arena as still used by a thread the checker let go of:
+    /// it outlives its owner (see `Drop for Arena`).
+    pub(crate) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Release);
     }
 
     fn note_exhausted(&self, request: usize) {
@@ -366,10 +377,26 @@ pub(crate) fn find(addr: usize) -> Option<&'static ArenaCtl> {
     None
 }
 
+/// In a child forked from the checker: frees every arena's lock. Only the
+/// forking thread came along, and it holds none (it forks outside heap
+/// operations); a lock held at the fork belonged to a thread of user code
+/// left behind in an abandoned arena (`crate::threads`), whose heap the
+/// child restores from a snapshot before it allocates there.
+pub(crate) fn after_fork_in_child() {
+    for slot in &SLOTS[..SLOTS_USED.load(Ordering::Acquire)] {
+        let ctl = slot.ctl.load(Ordering::Acquire);
+        if !ctl.is_null() {
+            // SAFETY: a registered control block is alive (see `find`).
+            unsafe { (*ctl).lock.store(false, Ordering::Release) };
+        }
+    }
+}
+
 /// An arena: owns the reservation and its registration.
 #[derive(Debug)]
 pub(crate) struct Arena {
-    ctl: Box<ArenaCtl>,
+    /// Dropped with the arena, unless the arena was abandoned.
+    ctl: ManuallyDrop<Box<ArenaCtl>>,
     slot: usize,
 }
 
@@ -408,6 +435,7 @@ impl Arena {
             dirty_list: (0..pages).map(|_| AtomicU32::new(0)).collect(),
             dirty_len: AtomicUsize::new(0),
             exhausted: AtomicUsize::new(0),
+            abandoned: AtomicBool::new(false),
             name,
         });
         if !ctl.ensure_committed(HEADER_SIZE) {
@@ -418,7 +446,10 @@ impl Arena {
         // SAFETY: the first HEADER_SIZE bytes are committed, fresh and zero.
         unsafe { Heap::init(base) };
         let slot = register(&ctl)?;
-        Ok(Arena { ctl, slot })
+        Ok(Arena {
+            ctl: ManuallyDrop::new(ctl),
+            slot,
+        })
     }
 
     pub(crate) fn ctl(&self) -> &ArenaCtl {
@@ -428,7 +459,7 @@ impl Arena {
     /// The control block with a `'static` lifetime, for the thread-local
     /// "current arena" pointer.
     pub(crate) fn ctl_ptr(&self) -> *const ArenaCtl {
-        &*self.ctl
+        &**self.ctl
     }
 }
 
@@ -461,17 +492,41 @@ fn register(ctl: &ArenaCtl) -> io::Result<usize> {
 
 impl Drop for Arena {
     fn drop(&mut self) {
+        crate::alloc::forget_arena(self.ctl_ptr());
+        if self.ctl.abandoned.load(Ordering::Acquire) {
+            // A thread of user code that outlived its handler may still
+            // read, allocate and free here (its start-up reads what its
+            // creator allocated; its end frees it): the memory stays
+            // mapped and registered, so its writes are still tracked and
+            // its frees find their heap, and the control block stays alive.
+            // Arena addresses are never handed out twice, so nothing else
+            // will be placed here. One arena per such violation is leaked.
+            // Write tracking is over (its owner is gone): pages it left
+            // read-only become writable again.
+            let committed = self.ctl.committed.load(Ordering::Acquire);
+            // SAFETY: [base, base + committed) is this arena's committed
+            // range, page-aligned (`ensure_committed`).
+            let writable =
+                unsafe { sys::protect(self.ctl.base.as_ptr(), committed, Prot::ReadWrite) };
+            assert!(
+                writable.is_ok(),
+                "cmc: cannot make an abandoned arena writable: {writable:?}"
+            );
+            return;
+        }
         let slot = &SLOTS[self.slot];
         // Clear the range first so a concurrent lookup cannot match it, then
         // the pointer. LOW and HIGH stay wide: they are only a quick filter.
         slot.end.store(0, Ordering::Release);
         slot.base.store(0, Ordering::Release);
         slot.ctl.store(std::ptr::null_mut(), Ordering::Release);
-        crate::alloc::forget_arena(self.ctl_ptr());
         // SAFETY: the arena is unregistered and its owner is being dropped;
         // objects still pointing into it are the owner's bug, documented on
         // `Memory`.
         unsafe { sys::release(self.ctl.base.as_ptr(), self.ctl.reserve) };
+        // SAFETY: the control block is unregistered, so no lookup returns
+        // it any more, and it is dropped once, here.
+        unsafe { ManuallyDrop::drop(&mut self.ctl) };
     }
 }
 

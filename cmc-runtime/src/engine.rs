@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use rand::Rng;
 
@@ -1280,6 +1281,11 @@ impl<'m, P: Process> Engine<'m, P> {
         pre: StateId,
     ) -> Outcome {
         let described = self.run(e, script.clone(), seed, true, pre);
+        if described.thread_error.is_some() {
+            // A thread it left behind uses the arenas (they are frozen):
+            // the step ends here, cut short.
+            return described;
+        }
         let _ = self.mem.take_exhaustion();
         self.mem.restore(pre);
         let mut outcome = self.run(e, script, seed, false, pre);
@@ -1410,6 +1416,10 @@ impl<'m, P: Process> Engine<'m, P> {
         let (handler, actor) = (self.handler_name(e), self.actor_name_lazy(e.actor));
         let thread_error = crate::threads::after_user_code()
             .map(|left| left.message(&format!("handler `{handler}` of {}", actor()), "handler"));
+        if thread_error.is_some() {
+            // The thread left behind uses the arenas as they are now.
+            self.mem.freeze();
+        }
         let run = end_run();
         let owned = || -> Vec<(ArenaId, usize)> {
             self.arenas
@@ -1785,8 +1795,79 @@ impl<'m, P: Process> Engine<'m, P> {
         }
     }
 
-    /// Re-runs `steps` from the initial state to describe them.
+    /// How long the forked child that builds a trace (see
+    /// [`Engine::build_trace`]) may take: it re-runs at most the steps of
+    /// one path.
+    const TRACE_CHILD_LIMIT: Duration = Duration::from_secs(120);
+
+    /// Re-runs `steps` from the initial state to describe them. When a
+    /// thread of user code that outlived its handler uses the arenas
+    /// (they are frozen), in a forked child, whose copy of the arenas no
+    /// other thread uses; should the child fail, the trace names the
+    /// steps without describing them.
     pub(crate) fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        if !self.mem.frozen() {
+            return self.build_trace_here(steps, record);
+        }
+        let watch = isolate::Watch {
+            transition_timeout: None,
+            deadline: Some(Instant::now() + Self::TRACE_CHILD_LIMIT),
+        };
+        let end = isolate::run_in_child(watch, || {
+            self.mem.thaw_in_child();
+            let trace = self.build_trace_here(steps, record.clone());
+            let _sys = system_scope();
+            serde_json::to_string(&trace).expect("a trace serialises")
+        });
+        let built = match end {
+            Ok(isolate::ChildEnd::Finished(text)) => serde_json::from_str::<Trace>(&text).ok(),
+            _ => None,
+        };
+        built.unwrap_or_else(|| self.bare_trace(steps, record))
+    }
+
+    /// The trace of `steps` as recorded, without running them: which
+    /// process ran which handler with which choices.
+    fn bare_trace(&self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        let steps = steps
+            .iter()
+            .map(|step| Step {
+                process: (step.event.actor != ENV).then_some(step.event.actor),
+                actor: self.actor_name(step.event.actor),
+                handler: self.handler_name(step.event).into(),
+                kind: self.step_kind(step.event),
+                choices: step.choices.clone(),
+                seed: step.seed,
+                message: None,
+                from: None,
+                to: None,
+                sent: Vec::new(),
+                fingerprint: String::new(),
+                before: None,
+                after: None,
+            })
+            .collect();
+        Trace {
+            version: TRACE_VERSION,
+            model: self.model.name.clone(),
+            fingerprint_bits: if self.model.width == FingerprintWidth::Bits128 {
+                128
+            } else {
+                64
+            },
+            fingerprint: self.fp.mode,
+            initial_fingerprint: String::new(),
+            steps,
+            also_violated: Vec::new(),
+            violation: Some(record),
+            sources: self.fp.sources.clone(),
+            handlers: self.shape(),
+            build: None,
+            loop_start: None,
+        }
+    }
+
+    fn build_trace_here(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
         self.mem.restore(self.initial);
         let mut fp = self.fresh_fingerprinter();
         let initial_fingerprint = self

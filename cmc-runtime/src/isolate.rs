@@ -576,8 +576,16 @@ pub(crate) fn run_in_children(
                 }
             }
             crate::threads::after_fork_in_child();
+            crate::arena::after_fork_in_child();
             LOG.with(|l| l.set(&log));
-            let text = work(index);
+            // A panic must not unwind out of the child into the code the
+            // parent was running (it would go on as a second copy of it).
+            let text = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(index)))
+            {
+                Ok(text) => text,
+                // SAFETY: _exit ends the child immediately, as intended.
+                Err(_) => unsafe { libc::_exit(101) },
+            };
             LOG.with(|l| l.set(std::ptr::null()));
             let mut line = String::with_capacity(text.len() + 2);
             line.push('R');

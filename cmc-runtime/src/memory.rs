@@ -246,6 +246,9 @@ pub struct Memory {
     pending_at: Option<(u64, StateId, Vec<ArenaId>)>,
     /// A spare list for `pending_at`.
     pending_among: Vec<ArenaId>,
+    /// Set once a thread of user code that outlived its handler may use
+    /// the arenas: no state is restored into them again ([`Memory::freeze`]).
+    frozen: bool,
 }
 
 fn pages_of(used: usize) -> usize {
@@ -280,7 +283,26 @@ impl Memory {
             pending_changed: Vec::new(),
             pending_at: None,
             pending_among: Vec::new(),
+            frozen: false,
         }
+    }
+
+    /// From now on the arenas are left as they are: a thread of user code
+    /// that outlived its handler still reads and writes them
+    /// (`crate::threads`). [`Memory::restore`] asserts it is not called.
+    pub(crate) fn freeze(&mut self) {
+        self.frozen = true;
+    }
+
+    /// Whether [`Memory::freeze`] was called.
+    pub(crate) fn frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// Undoes [`Memory::freeze`] in a forked child, whose copy of the
+    /// arenas no other thread uses.
+    pub(crate) fn thaw_in_child(&mut self) {
+        self.frozen = false;
     }
 
     /// Reserves a new arena. `name` is how reports refer to it ("process 2",
@@ -1003,6 +1025,10 @@ impl Memory {
     /// differ from what they hold now, and arms write tracking for the next
     /// transition.
     pub fn restore(&mut self, state: StateId) {
+        assert!(
+            !self.frozen,
+            "cmc: a state restored into arenas that a thread of user code still uses"
+        );
         let loaded = self.loaded.expect("restore before any capture");
         if loaded == state && self.pending_valid() {
             // Back to the loaded state after a transition whose changes

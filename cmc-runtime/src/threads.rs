@@ -42,16 +42,23 @@
 //!   runs when the state is captured.
 //! * **What is left** is a violation: a thread still running after the
 //!   grace, or one whose handle the program kept without joining it. The
-//!   checker waits until each such thread is past std's prologue (which
-//!   reads and frees what its creator allocated in the arena), then gives
-//!   up its slot (doing a detach the program asked for), so it never waits
-//!   for it again.
+//!   checker waits until each such thread is past std's bookkeeping of a
+//!   new thread (its program-wide map, under a lock a fork must not copy
+//!   held), then gives up its slot (doing a detach the program asked for),
+//!   so it never waits for it again, and marks the arena the thread uses
+//!   as abandoned.
+//! * **The arena stays the thread's.** The thread goes on reading what its
+//!   creator allocated for it (std's start-up reads its closure's box, its
+//!   handle and its result's packet after the last call cmc sees),
+//!   allocating, and freeing when it ends, at any time. So the engine that
+//!   ran the handler never writes its arenas again (`Memory::freeze`): the
+//!   search stops, and the trace, which runs the steps again, is built in
+//!   a forked child (which has none of the parent's other threads). An
+//!   abandoned arena is never unmapped, and its control block is never
+//!   freed (`Drop for Arena`): one arena per such violation is leaked.
 //!
 //! Not controlled on such threads: the clocks and the randomness cmc
-//! controls on the handler's thread (`identity`); and a thread that goes on
-//! after it was reported still allocates in the arena it was given and may
-//! write the process's memory, or free it when it ends: an isolated check
-//! contains it in the child process.
+//! controls on the handler's thread (`identity`).
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -91,6 +98,8 @@ struct Slot {
     /// prologue. (A thread whose slot was given up may write it late: it
     /// writes its own generation, which no later thread of the slot has.)
     started: AtomicU64,
+    /// The arena the thread's closure allocates in (`*const ArenaCtl`).
+    arena: AtomicUsize,
 }
 
 #[allow(
@@ -103,6 +112,7 @@ const EMPTY_SLOT: Slot = Slot {
     state: AtomicU8::new(0),
     generation: AtomicU64::new(0),
     started: AtomicU64::new(0),
+    arena: AtomicUsize::new(0),
 };
 
 static SLOTS: [Slot; MAX_THREADS] = [EMPTY_SLOT; MAX_THREADS];
@@ -252,6 +262,13 @@ fn wait_for_starts(owner: u64) {
 /// program's again (a detach it asked for is done now).
 fn give_up(owner: u64) {
     for (i, slot) in mine(owner) {
+        let arena = slot.arena.load(Ordering::Acquire) as *const ArenaCtl;
+        if !arena.is_null() {
+            // SAFETY: the arena was current in the thread's creator, user
+            // code of the engine that is reporting this violation now, so
+            // it is alive.
+            unsafe { (*arena).abandon() };
+        }
         if slot.state.load(Ordering::Acquire) == DETACHED {
             let thread = slot.thread.load(Ordering::Acquire) as libc::pthread_t;
             // SAFETY: the slot's thread is joinable (its detach was
@@ -459,8 +476,8 @@ pub unsafe extern "C" fn pthread_create(
     let Some((slot, generation)) = claim(owner) else {
         return libc::EAGAIN;
     };
+    let arena = crate::alloc::current_arena();
     let boot = {
-        let arena = crate::alloc::current_arena();
         let _sys = crate::ctx::system_scope();
         Box::into_raw(Box::new(Boot {
             start,
@@ -487,6 +504,7 @@ pub unsafe extern "C" fn pthread_create(
     // SAFETY: on success `pthread_create` wrote the new thread's id.
     let id = unsafe { *thread };
     SLOTS[slot].thread.store(id as usize, Ordering::Release);
+    SLOTS[slot].arena.store(arena as usize, Ordering::Release);
     if crate::ctx::in_user_code() {
         // What the thread allocates counts as the handler's, for the scan
         // of globals after it (`crate::globals`).
