@@ -53,7 +53,7 @@
 //! it, modulo 3: 729 states and 4374 transitions whatever the size. cmc
 //! checks `benches/vs-stateright/big-state` (models `big_state_4k`,
 //! `big_state_64k`, `big_state_1m`) with `--strategy bfs` and each
-//! `--fingerprint` source in turn (`state`, `hash`, `debug`, `heap`,
+//! `--fingerprint` source in turn (`state`, `hash`, `debug`, `typed`, `heap`,
 //! `bytes`); stateright checks the same model, written as a stateright
 //! `Model` in [`big`], breadth-first on one thread in a child process. CPU
 //! time is measured as above, the median of `CMC_VS_RUNS` runs. Prints one
@@ -556,7 +556,7 @@ mod big {
     const SIZES: [(usize, &str); 3] = [(512, "4k"), (8192, "64k"), (131_072, "1m")];
 
     /// cmc's fingerprint sources, as `--fingerprint` names them.
-    const SOURCES: [&str; 5] = ["state", "hash", "debug", "heap", "bytes"];
+    const SOURCES: [&str; 6] = ["state", "hash", "debug", "typed", "heap", "bytes"];
 
     /// How many cells an action may bump (as in `big-state`).
     const SLOTS: usize = 6;
