@@ -330,6 +330,7 @@ fn handmade_trace() -> Trace {
     s9.fingerprint = String::new();
     Trace {
         version: cmc::TRACE_VERSION,
+        state_hash: cmc::STATE_HASH.to_string(),
         model: "handmade".into(),
         fingerprint_bits: 64,
         fingerprint: None,
@@ -389,6 +390,7 @@ fn long_trace() -> Trace {
     }
     Trace {
         version: cmc::TRACE_VERSION,
+        state_hash: cmc::STATE_HASH.to_string(),
         model: "aodv::model::aodv_4_ring_with_a_long_name".into(),
         fingerprint_bits: 64,
         fingerprint: None,

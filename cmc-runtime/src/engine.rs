@@ -1849,6 +1849,7 @@ impl<'m, P: Process> Engine<'m, P> {
             .collect();
         Trace {
             version: TRACE_VERSION,
+            state_hash: crate::hash::STATE_HASH.to_string(),
             model: self.model.name.clone(),
             fingerprint_bits: if self.model.width == FingerprintWidth::Bits128 {
                 128
@@ -1917,6 +1918,7 @@ impl<'m, P: Process> Engine<'m, P> {
         }
         Trace {
             version: TRACE_VERSION,
+            state_hash: crate::hash::STATE_HASH.to_string(),
             model: self.model.name.clone(),
             fingerprint_bits: if self.model.width == FingerprintWidth::Bits128 {
                 128
@@ -2381,6 +2383,7 @@ pub(crate) fn bare_trace<P: Process>(
 ) -> Trace {
     Trace {
         version: TRACE_VERSION,
+        state_hash: crate::hash::STATE_HASH.to_string(),
         model: n.model.name.clone(),
         fingerprint_bits: if n.model.width == FingerprintWidth::Bits128 {
             128

@@ -284,6 +284,86 @@ pub(crate) fn fold_hash_relocated(data: &[u8], reloc: &Relocation) -> u128 {
     ((hi as u128) << 64) | lo as u128
 }
 
+/// The name of the function that hashes states (recorded in traces): the
+/// stream hash below, version 1. Traces recorded before it was named have
+/// no name, and their fingerprints are SipHash-1-3's.
+pub const STATE_HASH: &str = "fold-1";
+
+/// The name of the state hash of traces that record none.
+pub(crate) const OLD_STATE_HASH: &str = "siphash-1-3";
+
+/// The streaming hash behind state identity ([`crate::StateHasher`]): two
+/// 64-bit lanes, each folding a 64×64→128-bit product of the next word and
+/// its own state per word, as a page hash's lanes do, and a count of words.
+/// Writes are absorbed as they come (no buffer): a whole number is one
+/// word, a byte string its 8-byte words, its zero-padded tail and its
+/// length, so the hash depends on how values split their writes, which
+/// every `Hash` and `StateHash` does the same way for equal values.
+/// About ten times cheaper than SipHash-1-3 per word; its quality is
+/// tested below against structured inputs (single bit flips, all short
+/// sequences of small numbers, reordered words).
+#[derive(Clone, Debug)]
+pub(crate) struct FoldStream {
+    a: u64,
+    b: u64,
+    n: u64,
+}
+
+impl Default for FoldStream {
+    fn default() -> Self {
+        FoldStream {
+            a: K[0],
+            b: K[1],
+            n: 0,
+        }
+    }
+}
+
+impl FoldStream {
+    /// Absorbs one word.
+    #[inline(always)]
+    pub(crate) fn word(&mut self, w: u64) {
+        // The rotated old state keeps what a lane has absorbed even when
+        // the product is zero (a word equal to the key).
+        self.a = fold_mul(w ^ K[4], self.a ^ K[5]) ^ self.a.rotate_left(29);
+        self.b = fold_mul(w ^ K[6], self.b ^ K[7]) ^ self.b.rotate_left(37);
+        self.n = self.n.wrapping_add(1);
+    }
+
+    /// Absorbs a byte string: short ones word by word, long ones through
+    /// the page hash (four lanes, 64 bytes a round), then its length.
+    #[inline]
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+        if bytes.len() >= 64 {
+            let h = fold_hash(bytes);
+            self.word(h as u64);
+            self.word((h >> 64) as u64);
+        } else {
+            let mut words = bytes.chunks_exact(8);
+            for w in &mut words {
+                self.word(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+            }
+            let rest = words.remainder();
+            if !rest.is_empty() {
+                let mut tail = [0u8; 8];
+                tail[..rest.len()].copy_from_slice(rest);
+                self.word(u64::from_le_bytes(tail));
+            }
+        }
+        self.word(bytes.len() as u64 ^ K[3]);
+    }
+
+    /// The 128-bit result.
+    #[inline]
+    pub(crate) fn finish128(&self) -> u128 {
+        let lo = fmix64(fold_mul(self.a ^ K[2], self.b ^ K[3]) ^ self.n);
+        let hi = fmix64(
+            fold_mul(self.b.rotate_left(17) ^ K[0], self.a ^ K[1]) ^ self.n.wrapping_mul(K[7]),
+        );
+        ((hi as u128) << 64) | lo as u128
+    }
+}
+
 /// Hashes bytes with SipHash-1-3 (two independent keyed 64-bit hashes form
 /// the 128 bits).
 pub(crate) fn sip_hash(data: &[u8]) -> u128 {
@@ -347,6 +427,7 @@ pub(crate) fn finish(sum: u128) -> u128 {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+    use std::collections::HashSet;
 
     #[test]
     fn every_single_bit_flip_changes_both_hashes() {
@@ -395,7 +476,7 @@ mod tests {
         // Pages that differ in one word at one position, the common case in a
         // state space, must not collide even in the low 32 bits more often
         // than chance allows (here: never, for 200k pages and 64 bits).
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         let mut page = vec![0u8; 4096];
         for i in 0..200_000u64 {
             let at = (i as usize * 8) % 4096;
@@ -459,6 +540,80 @@ mod tests {
             far.add(1, b_low + 9 * span, span);
             assert_eq!(hasher.hash_relocated(&page(b_low), &far), ha);
         }
+    }
+
+    fn stream(words: &[u64]) -> u128 {
+        let mut h = FoldStream::default();
+        for &w in words {
+            h.word(w);
+        }
+        h.finish128()
+    }
+
+    #[test]
+    fn the_stream_hash_sees_every_bit_of_every_word() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut words: Vec<u64> = (0..40).map(|_| rng.gen()).collect();
+        let base = stream(&words);
+        for i in 0..words.len() {
+            for bit in 0..64 {
+                words[i] ^= 1 << bit;
+                let h = stream(&words);
+                assert_ne!(h as u64, base as u64, "word {i} bit {bit}: low half kept");
+                assert_ne!(h >> 64, base >> 64, "word {i} bit {bit}: high half kept");
+                words[i] ^= 1 << bit;
+            }
+        }
+    }
+
+    #[test]
+    fn the_stream_hash_separates_short_sequences_of_small_numbers() {
+        // Every sequence of up to four numbers below 40 (and the zero
+        // words of a state that is mostly zero): no two share even the low
+        // 64 bits, nor the high 64 bits.
+        let (mut lo, mut hi) = (HashSet::new(), HashSet::new());
+        let mut count = 0;
+        let mut seq = Vec::new();
+        fn all(seq: &mut Vec<u64>, left: usize, f: &mut dyn FnMut(&[u64])) {
+            f(seq);
+            if left == 0 {
+                return;
+            }
+            for v in 0..40 {
+                seq.push(v);
+                all(seq, left - 1, f);
+                seq.pop();
+            }
+        }
+        all(&mut seq, 4, &mut |s| {
+            let h = stream(s);
+            count += 1;
+            assert!(lo.insert(h as u64), "low-half collision at {s:?}");
+            assert!(hi.insert((h >> 64) as u64), "high-half collision at {s:?}");
+        });
+        assert_eq!(count, 1 + 40 + 1_600 + 64_000 + 2_560_000);
+    }
+
+    #[test]
+    fn the_stream_hash_depends_on_order_and_split() {
+        assert_ne!(stream(&[1, 2]), stream(&[2, 1]));
+        assert_ne!(stream(&[0]), stream(&[0, 0]));
+        assert_ne!(stream(&[]), stream(&[0]));
+        let bytes = |parts: &[&[u8]]| {
+            let mut h = FoldStream::default();
+            for p in parts {
+                h.bytes(p);
+            }
+            h.finish128()
+        };
+        // A byte string's length is part of it: "ab" + "c" is not "a" + "bc".
+        assert_ne!(bytes(&[b"ab", b"c"]), bytes(&[b"a", b"bc"]));
+        assert_ne!(bytes(&[b"a\0"]), bytes(&[b"a"]));
+        assert_ne!(bytes(&[&[7u8; 100]]), bytes(&[&[7u8; 101]]));
+        let mut long = vec![0u8; 300];
+        let base = bytes(&[&long]);
+        long[299] = 1;
+        assert_ne!(bytes(&[&long]), base);
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, M
 pub use crate::ctx::{choose, Ctx, SendError, View};
 pub use crate::engine::CheckError;
 pub use crate::hash::PageHasher;
+pub use crate::hash::STATE_HASH;
 pub use crate::identity::StateHash;
 pub use crate::memory::FingerprintWidth;
 pub use crate::model::{

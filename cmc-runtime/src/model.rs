@@ -515,50 +515,100 @@ impl FingerprintMode {
     }
 }
 
-/// The hasher state hashes are fed to: SipHash-1-3 with fixed keys and a
-/// 128-bit result, so fingerprints are the same in every run.
-#[derive(Debug, Clone)]
-pub struct StateHasher(siphasher::sip128::SipHasher13);
-
-impl Default for StateHasher {
-    fn default() -> Self {
-        StateHasher(siphasher::sip128::SipHasher13::new_with_keys(
-            0x636d_635f_7374_6174,
-            0x636d_635f_6861_7368,
-        ))
-    }
-}
+/// The hasher state hashes are fed to: a 128-bit multiply-fold stream
+/// hash with fixed keys (see `hash::FoldStream`), so fingerprints are the
+/// same in every run. It is not keyed against adversaries: a fingerprint
+/// needs no defence against chosen inputs, only a low chance of collision.
+#[derive(Debug, Clone, Default)]
+pub struct StateHasher(crate::hash::FoldStream);
 
 impl StateHasher {
     /// The 128-bit result.
     pub fn finish128(&self) -> u128 {
-        use siphasher::sip128::Hasher128;
-        self.0.finish128().as_u128()
+        self.0.finish128()
     }
 }
 
 impl std::hash::Hasher for StateHasher {
     fn finish(&self) -> u64 {
-        self.0.finish()
+        self.0.finish128() as u64
     }
 
     /// A long run of bytes (a large `Vec<u8>`, `String`, or slice of
     /// numbers hashed by their `Hash`) is hashed in chunks, whose hashes
     /// are remembered by the pages that hold them (see `identity::cache`).
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         if bytes.len() >= crate::identity::cache::MIN_RUN_BYTES {
             crate::identity::cache::write_run(&mut self.0, bytes);
         } else {
-            self.0.write(bytes)
+            self.0.bytes(bytes)
         }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0.word(i)
+    }
+
+    #[inline]
+    fn write_u128(&mut self, i: u128) {
+        self.0.word(i as u64);
+        self.0.word((i >> 64) as u64)
+    }
+
+    #[inline]
+    fn write_i8(&mut self, i: i8) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_i16(&mut self, i: i16) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_i32(&mut self, i: i32) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_i64(&mut self, i: i64) {
+        self.0.word(i as u64)
+    }
+
+    #[inline]
+    fn write_i128(&mut self, i: i128) {
+        self.write_u128(i as u128)
+    }
+
+    #[inline]
+    fn write_isize(&mut self, i: isize) {
+        self.0.word(i as u64)
     }
 
     /// Pointers hash through here (`Hash` of a function pointer or a raw
     /// pointer): one into the program image hashes as (module, offset), so
     /// it is the same in every run whatever address randomization did.
+    #[inline]
     fn write_usize(&mut self, i: usize) {
         let v = crate::identity::layout::modules().relocate(i as u64);
-        self.0.write(&v.to_le_bytes())
+        self.0.word(v)
     }
 }
 

@@ -67,6 +67,18 @@ pub enum ReplayOutcome {
 /// they are the same (or not recorded).
 fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> {
     let mut changes = Vec::new();
+    let hashed = if trace.state_hash.is_empty() {
+        crate::hash::OLD_STATE_HASH
+    } else {
+        trace.state_hash.as_str()
+    };
+    if hashed != crate::hash::STATE_HASH {
+        changes.push(format!(
+            "the trace was recorded by a cmc that hashed states with {hashed}, and this one \
+             hashes them with {}, so no recorded fingerprint can match: record the trace again",
+            crate::hash::STATE_HASH
+        ));
+    }
     if !trace.handlers.is_empty() && trace.handlers != e.shape() {
         changes.push(
             "the model's shape changed since the trace was recorded (its number of \

@@ -164,6 +164,12 @@ impl fmt::Display for ViolationRecord {
 pub struct Trace {
     /// The format version ([`TRACE_VERSION`]).
     pub version: u32,
+    /// The function that hashed states into the recorded fingerprints
+    /// ([`crate::STATE_HASH`]; empty in traces recorded before it was
+    /// named, which hashed with SipHash-1-3). Replay says so when it is
+    /// not this cmc's: every recorded fingerprint then differs.
+    #[serde(default)]
+    pub state_hash: String,
     /// The model's name.
     pub model: String,
     /// The fingerprint width, 64 or 128.

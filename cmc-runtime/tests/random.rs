@@ -545,6 +545,26 @@ fn a_recorded_choice_out_of_range_is_a_trace_that_does_not_fit() {
         }
         other => panic!("expected a trace that does not fit, got {other:?}"),
     }
+    // A trace recorded by a cmc that hashed states with another function
+    // (traces before the hash was named: SipHash-1-3): its fingerprints
+    // cannot match, and the replay says why.
+    assert_eq!(good.state_hash, cmc::STATE_HASH);
+    let mut old = good.clone();
+    old.state_hash = String::new();
+    old.initial_fingerprint = "9bb7f0c34afcb27c".into();
+    match model().replay(&old).expect("the replay runs") {
+        ReplayOutcome::Diverged { step, changed, .. } => {
+            assert_eq!(step, 0);
+            let changed = changed.expect("the replay names the change");
+            assert!(
+                changed.contains("hashed states with siphash-1-3")
+                    && changed.contains(cmc::STATE_HASH)
+                    && changed.contains("record the trace again"),
+                "{changed}"
+            );
+        }
+        other => panic!("expected a divergence at the initial state, got {other:?}"),
+    }
     // A process the model does not have.
     let mut far = good;
     far.steps[at].process = Some(7);

@@ -264,7 +264,7 @@ fn cached_run(
 
 /// Feeds `bytes` (at least [`MIN_RUN_BYTES`] long) to `h` as a long run:
 /// its length, then the sum of its chunks' terms.
-pub(crate) fn write_run(h: &mut siphasher::sip128::SipHasher13, bytes: &[u8]) {
+pub(crate) fn write_run(h: &mut crate::hash::FoldStream, bytes: &[u8]) {
     debug_assert!(bytes.len() >= MIN_RUN_BYTES);
     let sum = run(bytes.as_ptr() as usize, bytes.len(), CHUNK_BYTES, 0, |i| {
         let piece = &bytes[i * CHUNK_BYTES..bytes.len().min((i + 1) * CHUNK_BYTES)];
@@ -272,8 +272,9 @@ pub(crate) fn write_run(h: &mut siphasher::sip128::SipHasher13, bytes: &[u8]) {
         s.write(piece);
         s.finish128()
     });
-    h.write(&(bytes.len() as u64).to_le_bytes());
-    h.write(&sum.to_le_bytes());
+    h.word(bytes.len() as u64);
+    h.word(sum as u64);
+    h.word((sum >> 64) as u64);
 }
 
 /// Feeds the slice `items` to `h` as a long run of values, each hashed by

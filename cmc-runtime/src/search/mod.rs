@@ -478,6 +478,7 @@ fn search<P: Process>(
         Err(SetupFailure::Violation(record)) => {
             let trace = Trace {
                 version: TRACE_VERSION,
+                state_hash: crate::hash::STATE_HASH.to_string(),
                 model: model.name.clone(),
                 fingerprint_bits: if model.width == FingerprintWidth::Bits128 {
                     128
