@@ -110,9 +110,16 @@ pub(crate) fn symbol_at(value: usize, tls: bool) -> Option<(String, usize)> {
 /// symbol whose demangled path is `path`.
 pub(crate) fn lookup(path: &str) -> Option<(usize, usize)> {
     let mut found = None;
+    // Both manglings spell each identifier out: a name without the path's
+    // last one is not demangled.
+    let last = path.rsplit("::").next().unwrap_or(path).as_bytes();
+    let mut buf = String::new();
     symbols(1, |name, start, len| {
         let rust = name.starts_with(b"_ZN") || name.starts_with(b"_R");
-        if rust && demangle(&String::from_utf8_lossy(name)) == path {
+        if rust && contains(name, last) && {
+            demangle_into(&String::from_utf8_lossy(name), &mut buf);
+            buf == path
+        } {
             found = Some((start, len));
             false
         } else {
@@ -132,7 +139,9 @@ pub(crate) fn own_globals() -> &'static [(bool, usize, usize)] {
         let mut own = Vec::new();
         for (kind, tls) in [(1, false), (6, true)] {
             symbols(kind, |name, start, len| {
+                // `cmc` is spelled `3cmc` in both manglings.
                 if name.starts_with(b"_ZN")
+                    && contains(name, b"3cmc")
                     && demangle(&String::from_utf8_lossy(name)).starts_with("cmc::")
                 {
                     own.push((tls, start, len));
@@ -144,16 +153,36 @@ pub(crate) fn own_globals() -> &'static [(bool, usize, usize)] {
     })
 }
 
+/// Whether `needle` occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
 /// A Rust symbol (legacy or v0 mangling) as a path, without its hash;
 /// other names unchanged.
 pub(crate) fn demangle(name: &str) -> String {
-    if let Some(path) = demangle_v0(name) {
-        return path;
+    let mut out = String::new();
+    demangle_into(name, &mut out);
+    out
+}
+
+/// [`demangle`] into `out` (cleared first), which a caller demangling many
+/// names reuses: the executable's symbol table is demangled whole when a
+/// check starts, and a segment without escapes (nearly all) is copied as
+/// it is.
+pub(crate) fn demangle_into(name: &str, out: &mut String) {
+    out.clear();
+    if demangle_v0(name, out) {
+        return;
     }
+    out.clear();
     let Some(mut rest) = name.strip_prefix("_ZN") else {
-        return name.to_string();
+        out.push_str(name);
+        return;
     };
-    let mut parts = Vec::new();
+    let mut parts: [&str; 32] = [""; 32];
+    let mut count = 0;
+    let mut more = Vec::new();
     while let Some(digits) = rest.find(|c: char| !c.is_ascii_digit()).filter(|&d| d > 0) {
         let Ok(n) = rest[..digits].parse::<usize>() else {
             break;
@@ -161,44 +190,63 @@ pub(crate) fn demangle(name: &str) -> String {
         let Some(part) = rest.get(digits..digits + n) else {
             break;
         };
-        parts.push(part);
+        if count < parts.len() {
+            parts[count] = part;
+        } else {
+            more.push(part);
+        }
+        count += 1;
         rest = &rest[digits + n..];
     }
-    if parts.last().is_some_and(|p| {
+    let part = |k: usize| if k < 32 { parts[k] } else { more[k - 32] };
+    if count > 0 && {
+        let p = part(count - 1);
         p.len() == 17 && p.starts_with('h') && p[1..].chars().all(|c| c.is_ascii_hexdigit())
-    }) {
-        parts.pop();
+    } {
+        count -= 1;
     }
-    if parts.is_empty() {
-        return name.to_string();
+    if count == 0 {
+        out.push_str(name);
+        return;
     }
-    parts
-        .iter()
-        .map(|p| {
-            p.replace("$LT$", "<")
-                .replace("$GT$", ">")
-                .replace("$u7b$", "{")
-                .replace("$u7d$", "}")
-                .replace("..", "::")
-        })
-        .collect::<Vec<_>>()
-        .join("::")
+    for k in 0..count {
+        if k > 0 {
+            out.push_str("::");
+        }
+        let p = part(k);
+        if p.contains(['$', '.']) {
+            out.push_str(
+                &p.replace("$LT$", "<")
+                    .replace("$GT$", ">")
+                    .replace("$u7b$", "{")
+                    .replace("$u7d$", "}")
+                    .replace("..", "::"),
+            );
+        } else {
+            out.push_str(p);
+        }
+    }
 }
 
-/// The identifiers of a v0-mangled symbol (`_R...`), joined as a path:
-/// enough to name a global (generic arguments and closures are not
-/// rendered).
-fn demangle_v0(name: &str) -> Option<String> {
-    let body = name.strip_prefix("_R")?.split('.').next()?;
+/// The identifiers of a v0-mangled symbol (`_R...`), joined as a path into
+/// `out`: enough to name a global (generic arguments and closures are not
+/// rendered). False when `name` is not one.
+fn demangle_v0(name: &str, out: &mut String) -> bool {
+    let Some(body) = name.strip_prefix("_R").and_then(|b| b.split('.').next()) else {
+        return false;
+    };
     let b = body.as_bytes();
-    let mut parts = Vec::new();
+    let mut any = false;
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
         // A crate's disambiguator (`Cs<base62>_`) or a back-reference
         // (`B<base62>_`): skip it.
         if (c == b's' && i > 0 && b[i - 1] == b'C') || c == b'B' {
-            i += body[i..].find('_')? + 1;
+            let Some(end) = body[i..].find('_') else {
+                return false;
+            };
+            i += end + 1;
             continue;
         }
         if c.is_ascii_digit() {
@@ -206,18 +254,27 @@ fn demangle_v0(name: &str) -> Option<String> {
             while i < b.len() && b[i].is_ascii_digit() {
                 i += 1;
             }
-            let n: usize = body[start..i].parse().ok()?;
+            let Ok(n) = body[start..i].parse::<usize>() else {
+                return false;
+            };
             // An identifier that starts with a digit or `_` follows a `_`.
             if b.get(i) == Some(&b'_') {
                 i += 1;
             }
-            parts.push(body.get(i..i + n)?);
+            let Some(part) = body.get(i..i + n) else {
+                return false;
+            };
+            if any {
+                out.push_str("::");
+            }
+            out.push_str(part);
+            any = true;
             i += n;
             continue;
         }
         i += 1;
     }
-    (!parts.is_empty()).then(|| parts.join("::"))
+    any
 }
 
 #[cfg(test)]
@@ -243,5 +300,127 @@ mod tests {
             "mycrate::CACHE"
         );
         assert_eq!(demangle("plain_c_symbol"), "plain_c_symbol");
+    }
+
+    /// The straightforward demangler (a vector of parts, a chain of
+    /// replacements) the fast one must agree with.
+    fn reference(name: &str) -> String {
+        if let Some(body) = name.strip_prefix("_R").and_then(|b| b.split('.').next()) {
+            let b = body.as_bytes();
+            let mut parts = Vec::new();
+            let mut i = 0;
+            let mut ok = true;
+            while i < b.len() {
+                let c = b[i];
+                if (c == b's' && i > 0 && b[i - 1] == b'C') || c == b'B' {
+                    match body[i..].find('_') {
+                        Some(e) => i += e + 1,
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                if c.is_ascii_digit() {
+                    let start = i;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    let n: usize = body[start..i].parse().unwrap();
+                    if b.get(i) == Some(&b'_') {
+                        i += 1;
+                    }
+                    match body.get(i..i + n) {
+                        Some(p) => parts.push(p),
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    i += n;
+                    continue;
+                }
+                i += 1;
+            }
+            if ok && !parts.is_empty() {
+                return parts.join("::");
+            }
+        }
+        let Some(mut rest) = name.strip_prefix("_ZN") else {
+            return name.to_string();
+        };
+        let mut parts = Vec::new();
+        while let Some(d) = rest.find(|c: char| !c.is_ascii_digit()).filter(|&d| d > 0) {
+            let Ok(n) = rest[..d].parse::<usize>() else {
+                break;
+            };
+            let Some(part) = rest.get(d..d + n) else {
+                break;
+            };
+            parts.push(part);
+            rest = &rest[d + n..];
+        }
+        if parts.last().is_some_and(|p| {
+            p.len() == 17 && p.starts_with('h') && p[1..].chars().all(|c| c.is_ascii_hexdigit())
+        }) {
+            parts.pop();
+        }
+        if parts.is_empty() {
+            return name.to_string();
+        }
+        parts
+            .iter()
+            .map(|p| {
+                p.replace("$LT$", "<")
+                    .replace("$GT$", ">")
+                    .replace("$u7b$", "{")
+                    .replace("$u7d$", "}")
+                    .replace("..", "::")
+            })
+            .collect::<Vec<_>>()
+            .join("::")
+    }
+
+    #[test]
+    fn every_symbol_of_this_program_demangles_as_the_reference_does() {
+        let mut buf = String::new();
+        let mut seen = 0;
+        super::sized_code_and_data(|name, _, _| {
+            let name = String::from_utf8_lossy(name);
+            super::demangle_into(&name, &mut buf);
+            assert_eq!(buf, reference(&name), "{name}");
+            seen += 1;
+        });
+        assert!(seen > 1000, "only {seen} symbols");
+    }
+
+    #[test]
+    fn escapes_are_rendered_and_a_reused_buffer_holds_only_the_last_path() {
+        let mut buf = String::from("left over");
+        super::demangle_into(
+            "_ZN70_$LT$alloc..vec..Vec$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
+            &mut buf,
+        );
+        assert_eq!(
+            buf,
+            "_<alloc::vec::Vec<T$C$A>$u20$as$u20$core::ops::drop::Drop>::drop"
+        );
+        super::demangle_into("_RNvCs1234_3cmc4LOCK", &mut buf);
+        assert_eq!(buf, "cmc::LOCK");
+        super::demangle_into(
+            "_ZN1a1b1c1d1e1f1g1h1i1j1k1l1m1n1o1p1q1r1s1t1u1v1w1x1y1z1A1B1C1D1E1F1G1HE",
+            &mut buf,
+        );
+        assert_eq!(
+            buf.matches("::").count(),
+            33,
+            "more than 32 segments: {buf}"
+        );
+        assert!(super::contains(
+            b"_ZN3std9panicking4HOOK17h0123456789abcdefE",
+            b"HOOK"
+        ));
+        assert!(!super::contains(b"_ZN3std4HOO", b"HOOK"));
     }
 }

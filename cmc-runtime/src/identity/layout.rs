@@ -132,9 +132,10 @@ impl Modules {
 /// The executable's sized functions and statics (see [`Modules`]).
 fn exe_symbols(bias: u64) -> Vec<(u64, u64, u64)> {
     let mut out = Vec::new();
+    let mut path = String::new();
     crate::symbols::sized_code_and_data(|name, value, size| {
-        let name = crate::symbols::demangle(&String::from_utf8_lossy(name));
-        let h = crate::hash::fold_hash(name.as_bytes()) as u64;
+        crate::symbols::demangle_into(&String::from_utf8_lossy(name), &mut path);
+        let h = crate::hash::fold_hash(path.as_bytes()) as u64;
         out.push((bias + value as u64, bias + (value + size) as u64, h));
     });
     out.sort_unstable();
