@@ -457,6 +457,65 @@ fn apply(kv: &mut BTreeMap<String, String>, applied: &mut Vec<Applied>, entries:
     }
 }
 
+/// What leader append-only compares: a leader's term and its log as
+/// (index, term, data), taken before a step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderLog {
+    /// The term it leads.
+    pub term: u64,
+    /// Its log then.
+    pub entries: Vec<(u64, u64, Vec<u8>)>,
+}
+
+impl Node {
+    /// Its log, if it leads (see [`leader_append_only`]).
+    pub fn leader_log(&self) -> Option<LeaderLog> {
+        self.is_leader().then(|| LeaderLog {
+            term: self.term(),
+            entries: self
+                .log()
+                .into_iter()
+                .map(|e| (e.index, e.term, e.data.to_vec()))
+                .collect(),
+        })
+    }
+}
+
+/// Leader append-only, across one step of one node: a node that led term
+/// `before.term` before the step and leads it still has kept every entry
+/// it had, unchanged (it may only have appended). It relates two states,
+/// so the application checks it around each step (see `model.rs`) rather
+/// than as an invariant of one state.
+pub fn leader_append_only(before: &LeaderLog, after: &Node) -> Result<(), String> {
+    if !after.is_leader() || after.term() != before.term {
+        return Ok(());
+    }
+    let now: BTreeMap<u64, (u64, Vec<u8>)> = after
+        .log()
+        .into_iter()
+        .map(|e| (e.index, (e.term, e.data.to_vec())))
+        .collect();
+    for (index, term, data) in &before.entries {
+        match now.get(index) {
+            None => {
+                return Err(format!(
+                    "node {}, leader of term {}, lost its entry at index {index}",
+                    after.id, before.term
+                ))
+            }
+            Some((t, d)) if t != term || d != data => {
+                return Err(format!(
+                    "node {}, leader of term {}, overwrote its entry at index {index} \
+                     (term {term}, now term {t})",
+                    after.id, before.term
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Election safety: at most one leader per term.
 pub fn election_safety(nodes: &[&Node]) -> Result<(), String> {
     let mut leaders: BTreeMap<u64, Id> = BTreeMap::new();

@@ -29,30 +29,26 @@ impl Node {
     #[handler(guard = has_mail)]
     fn deliver(&mut self, ctx: &mut Ctx<'_, Self>) {
         if let Some((_, msg)) = ctx.recv() {
-            self.receive(msg);
-            self.flush(ctx);
+            step(self, ctx, |node| node.receive(msg));
         }
     }
 
     /// The disk syncs the writes it was handed.
     #[handler(guard = Self::has_unsynced)]
     fn disk_sync(&mut self, ctx: &mut Ctx<'_, Self>) {
-        self.sync();
-        self.flush(ctx);
+        step(self, ctx, Node::sync);
     }
 
     /// The election timeout fires.
     #[handler(guard = Self::may_time_out)]
     fn election_timer(&mut self, ctx: &mut Ctx<'_, Self>) {
-        self.election_timeout();
-        self.flush(ctx);
+        step(self, ctx, Node::election_timeout);
     }
 
     /// The leader's heartbeat timer fires.
     #[handler(guard = Self::may_heartbeat)]
     fn heartbeat_timer(&mut self, ctx: &mut Ctx<'_, Self>) {
-        self.heartbeat();
-        self.flush(ctx);
+        step(self, ctx, Node::heartbeat);
     }
 
     /// A client asks the leader to write.
@@ -62,16 +58,14 @@ impl Node {
             env.proposals += 1;
             env.proposals
         });
-        self.propose("x", &n.to_string());
-        self.flush(ctx);
+        step(self, ctx, |node| node.propose("x", &n.to_string()));
     }
 
     /// The node crashes and restarts from its disk.
     #[handler(guard = may_crash)]
     fn crash_restart(&mut self, ctx: &mut Ctx<'_, Self>) {
         ctx.with_shared(|env| env.crashes += 1);
-        self.crash();
-        self.flush(ctx);
+        step(self, ctx, Node::crash);
     }
 
     fn flush(&mut self, ctx: &mut Ctx<'_, Self>) {
@@ -82,6 +76,20 @@ impl Node {
     }
 }
 
+/// One step of a node: `f`, then leader append-only checked across it (a
+/// property of two states, so an assertion of the application's, as a
+/// user would write it; cmc reports the panic with its trace), then what
+/// the step produced is sent.
+fn step(node: &mut Node, ctx: &mut Ctx<'_, Node>, f: impl FnOnce(&mut Node)) {
+    let before = node.leader_log();
+    f(node);
+    if let Some(before) = before {
+        if let Err(e) = crate::leader_append_only(&before, node) {
+            panic!("leader append-only violated: {e}");
+        }
+    }
+    node.flush(ctx);
+}
 // ANCHOR_END: process
 
 /// The cmc process index of raft id `id`.

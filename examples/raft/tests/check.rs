@@ -27,6 +27,50 @@ fn search(model: Model<Node>) -> CheckResult {
     r
 }
 
+/// Leader append-only, the check the application makes around every step
+/// (`model.rs`): a one-replica group's leader that appends passes; a log
+/// taken before the step that holds an entry the leader no longer has, or
+/// one of another term, fails; a node that does not lead passes.
+#[test]
+fn leader_append_only_sees_a_lost_or_overwritten_entry() {
+    use raft_kv::{leader_append_only, Limits};
+    let limits = Limits {
+        max_term: 1,
+        heartbeats_per_term: 0,
+        proposals: 1,
+        crashes: 0,
+    };
+    let mut n = Node::new(1, 1, limits);
+    assert_eq!(n.leader_log(), None, "a fresh node does not lead");
+    n.election_timeout();
+    while n.has_unsynced() {
+        n.sync();
+    }
+    assert!(n.is_leader(), "a group of one elects itself");
+    let before = n.leader_log().expect("it leads");
+    n.propose("x", "1");
+    while n.has_unsynced() {
+        n.sync();
+    }
+    let after = n.leader_log().expect("it still leads");
+    assert!(
+        after.entries.len() > before.entries.len(),
+        "the proposal was appended"
+    );
+    assert_eq!(leader_append_only(&before, &n), Ok(()));
+    let mut lost = after.clone();
+    lost.entries.push((99, lost.term, b"x=9".to_vec()));
+    let e = leader_append_only(&lost, &n).unwrap_err();
+    assert!(e.contains("lost its entry at index 99"), "{e}");
+    let mut overwritten = after.clone();
+    let last = overwritten.entries.last_mut().expect("an entry");
+    last.1 += 7;
+    let e = leader_append_only(&overwritten, &n).unwrap_err();
+    assert!(e.contains("overwrote its entry at index"), "{e}");
+    let follower = Node::new(2, 3, limits);
+    assert_eq!(leader_append_only(&lost, &follower), Ok(()));
+}
+
 /// Checks `model` breadth-first and asserts it finds `property` violated
 /// after exactly `steps` steps; returns the result.
 #[allow(dead_code, reason = "each seeded bug uses it under its own feature")]
