@@ -60,6 +60,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.jobs = Some(args.jobs.map_or(0, |j| j as usize));
     o.keep_going = args.keep_going.then_some(true);
     o.por = args.por.then_some(true);
+    o.transition_cache = args.no_transition_cache.then_some(false);
     o.fingerprint = args.fingerprint.map(fingerprint_mode);
     o.width = args.fingerprint_bits.map(|b| match b {
         BitsArg::B64 => FingerprintWidth::Bits64,

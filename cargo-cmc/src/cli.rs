@@ -212,6 +212,11 @@ pub(crate) struct CheckArgs {
     /// predicate; with --keep-going the search goes on past violations.
     #[arg(long)]
     pub(crate) por: bool,
+    /// Run every transition, even one whose successor the transition
+    /// cache can tell is already visited (the cache changes no count;
+    /// this measures what it saves).
+    #[arg(long)]
+    pub(crate) no_transition_cache: bool,
     /// How processes are fingerprinted (default: each type's best source:
     /// StateHash, then Hash, then Debug, then the canonical heap, unless
     /// the model chooses; -v says which each type used).

@@ -173,6 +173,7 @@ impl Output {
                         "replayed": result.stats.replayed,
                         "slept": result.stats.slept,
                         "reexpanded": result.stats.reexpanded,
+                        "cached": result.stats.cached,
                         "complete": result.stats.complete,
                         "reached": result.reached.iter().map(|r| json!({
                             "property": r.property,
@@ -200,6 +201,13 @@ impl Output {
                             "{}: searched with {} workers ({} steps replayed to hand states \
                              between them)",
                             result.model, result.stats.jobs, result.stats.replayed
+                        );
+                    }
+                    if result.stats.cached > 0 {
+                        println!(
+                            "{}: {} of {} transitions answered by the transition cache \
+                             (their successors known without running them)",
+                            result.model, result.stats.cached, result.stats.transitions
                         );
                     }
                     if result.stats.slept > 0 || result.stats.reexpanded > 0 {

@@ -1095,6 +1095,16 @@ impl<'m, P: Process> Engine<'m, P> {
         Ok(fingerprint)
     }
 
+    /// The fingerprint a sum of components gives (as
+    /// [`Engine::pending_fingerprint`] finishes it).
+    pub(crate) fn finish_sum(&self, sum: u128) -> Fingerprint {
+        let mut fp = crate::hash::finish(sum);
+        if self.model.width == FingerprintWidth::Bits64 {
+            fp &= u64::MAX as u128;
+        }
+        Fingerprint(fp)
+    }
+
     /// Tags `state`, just captured after [`Engine::pending_fingerprint`],
     /// with the components computed there (its other arenas share their
     /// tables, and tags, with the pre-state).

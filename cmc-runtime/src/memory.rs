@@ -249,6 +249,10 @@ pub struct Memory {
     /// Set once a thread of user code that outlived its handler may use
     /// the arenas: no state is restored into them again ([`Memory::freeze`]).
     frozen: bool,
+    /// Whether the last [`Memory::restore`] left the arenas as they are
+    /// now: holding the loaded state, write tracking armed (a capture or
+    /// an entry since says otherwise).
+    armed: bool,
 }
 
 fn pages_of(used: usize) -> usize {
@@ -284,6 +288,7 @@ impl Memory {
             pending_at: None,
             pending_among: Vec::new(),
             frozen: false,
+            armed: false,
         }
     }
 
@@ -613,6 +618,7 @@ impl Memory {
             self.release(old);
         }
         self.entries_at_capture = self.entries.get();
+        self.armed = false;
         self.forget_changes();
         id
     }
@@ -1030,6 +1036,10 @@ impl Memory {
             "cmc: a state restored into arenas that a thread of user code still uses"
         );
         let loaded = self.loaded.expect("restore before any capture");
+        if loaded == state && self.armed && self.entries.get() == self.entries_at_capture {
+            // Nothing ran in an arena since the state was restored.
+            return;
+        }
         if loaded == state && self.pending_valid() {
             // Back to the loaded state after a transition whose changes
             // are known: only arenas with changed pages, or with write
@@ -1043,6 +1053,7 @@ impl Memory {
                 self.restore_arena(a, t, t, false);
             }
             self.entries_at_capture = self.entries.get();
+            self.armed = true;
             self.forget_changes();
             return;
         }
@@ -1058,6 +1069,7 @@ impl Memory {
         }
         // Nothing has run since this restore: memory equals the loaded state.
         self.entries_at_capture = self.entries.get();
+        self.armed = true;
         self.forget_changes();
     }
 

@@ -690,6 +690,8 @@ pub struct Model<P: Process> {
     pub(crate) without: Vec<String>,
     /// Partial-order reduction by sleep sets (see [`Model::por`]).
     pub(crate) por: bool,
+    /// The transition cache (see [`Model::transition_cache`]).
+    pub(crate) transition_cache: bool,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -738,6 +740,7 @@ impl<P: Process> Model<P> {
             seed_given: false,
             without: Vec::new(),
             por: false,
+            transition_cache: true,
         }
     }
 
@@ -943,6 +946,21 @@ impl<P: Process> Model<P> {
     /// worker is an error. Random walks have nothing to reduce.
     pub fn por(mut self, yes: bool) -> Self {
         self.por = yes;
+        self
+    }
+
+    /// Whether the search may skip running a transition whose successor
+    /// it can tell is known (default: yes). The transition cache
+    /// remembers, for each event run from a state whose arenas point only
+    /// into themselves, how the run changed the fingerprint, keyed by the
+    /// contents of the two arenas the event can read (its process's and
+    /// the environment's), the event and its choices; a run that drew
+    /// randomness is not remembered. It changes no count: switch it off to
+    /// measure what it saves, or to run every transition (for a handler
+    /// that reads something outside the state, such as a file or a static
+    /// counter, whose results cmc cannot judge anyway).
+    pub fn transition_cache(mut self, yes: bool) -> Self {
+        self.transition_cache = yes;
         self
     }
 

@@ -41,6 +41,9 @@ pub struct RunOptions {
     /// Partial-order reduction (`Model::por`).
     #[serde(default)]
     pub por: Option<bool>,
+    /// The transition cache (`Model::transition_cache`).
+    #[serde(default)]
+    pub transition_cache: Option<bool>,
     /// The fingerprint width.
     pub width: Option<FingerprintWidth>,
     /// The fingerprint mode.
@@ -97,6 +100,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(p) = options.por {
             self.por = p;
+        }
+        if let Some(c) = options.transition_cache {
+            self.transition_cache = c;
         }
         if let Some(w) = options.width {
             self.width = w;

@@ -456,6 +456,11 @@ pub struct Stats {
     /// See `slept`.
     #[serde(default)]
     pub reexpanded: u64,
+    /// Transitions (counted in `transitions`) that were not run because
+    /// the transition cache knew their successor, already visited (see
+    /// `Model::transition_cache`).
+    #[serde(default)]
+    pub cached: u64,
 }
 
 impl Stats {

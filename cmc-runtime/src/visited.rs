@@ -452,7 +452,6 @@ impl SharedVisited {
     }
 
     /// Whether the fingerprint is in the set.
-    #[cfg(test)]
     pub(crate) fn contains(&self, fp: Fingerprint) -> bool {
         let (lo, hi) = self.key(fp);
         let s = (lo >> 32) as usize % SHARED_SHARDS;

@@ -333,10 +333,37 @@ impl<P: Process> Search<'_, '_, P> {
         script: Vec<usize>,
         seed: u32,
     ) -> (Vec<(usize, usize)>, bool) {
+        let key = self.cache_key(item, event, &script, seed);
+        if let (Some(key), Some(cache)) = (key, &mut self.cache) {
+            if let Some(hit) = cache.get(key) {
+                let e = &*self.engine;
+                if let Some(sum) = e.mem.state_tag(item.state) {
+                    let fp = e.finish_sum(sum.wrapping_add(hit.delta));
+                    if self.visited.contains(fp) {
+                        // Known: the run would change nothing the search
+                        // keeps (see `cache`).
+                        self.stats.transitions += 1;
+                        self.stats.generated += 1;
+                        self.stats.cached += 1;
+                        self.last_print = Footprint::default();
+                        return (hit.choices, false);
+                    }
+                }
+            }
+        }
         let e = &mut *self.engine;
         let mut outcome = e.run(event, script, seed, false, item.state);
         let ranges = std::mem::take(&mut outcome.ranges);
         let drew = outcome.drew;
+        // Whether the run may be cached: it drew no randomness (whose seed
+        // is the whole state's) and ran cleanly (checked below).
+        let cacheable = key.is_some()
+            && outcome.misfit.is_none()
+            && !if e.model.random_seeds > 1 {
+                drew
+            } else {
+                crate::identity::random::drew()
+            };
         self.last_print = outcome.footprint;
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error {
@@ -376,6 +403,11 @@ impl<P: Process> Search<'_, '_, P> {
                     return (ranges, drew);
                 }
             };
+            if let (true, Some(key), Some(cache), Some(pre)) =
+                (cacheable, key, &mut self.cache, e.mem.state_tag(item.state))
+            {
+                cache.insert(key, e.pending_sum.wrapping_sub(pre), &ranges);
+            }
             if !self.visited.insert(fp) {
                 self.arrived_again(item, &step, fp, None);
                 return (ranges, drew);
@@ -515,6 +547,31 @@ impl<P: Process> Search<'_, '_, P> {
         }
         self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
         (ranges, drew)
+    }
+
+    /// The transition cache's key of `event` from `item` (the loaded
+    /// state), when the cache may answer for it: the state's arenas point
+    /// only into themselves, so the event reads only its process's arena
+    /// and the environment's (see `cache`).
+    fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
+        self.cache.as_ref()?;
+        let e = &*self.engine;
+        if !e.mem.isolated(item.state) {
+            return None;
+        }
+        let env = e.mem.arena_sum(item.state, e.env_arena);
+        let own = if event.actor == ENV {
+            0
+        } else {
+            e.mem.arena_sum(item.state, e.arenas[event.actor])
+        };
+        Some(super::cache::TransitionCache::key(
+            event.actor,
+            event.handler,
+            script,
+            seed,
+            [own, env],
+        ))
     }
 
     /// A transition from `item` by `step` reached the known state `fp`

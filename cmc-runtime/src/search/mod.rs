@@ -6,6 +6,7 @@
 //! the engine's job ([`crate::engine`]); deciding which, and what follows
 //! from its outcome, is this module's.
 
+mod cache;
 mod expand;
 mod frontier;
 pub(crate) mod parallel;
@@ -71,6 +72,8 @@ struct Search<'e, 'm, P: Process> {
     sleep: Option<sleep::SleepSets>,
     /// The footprint of the last transition run.
     last_print: crate::por::Footprint,
+    /// The transition cache, when the search may use it (see `cache`).
+    cache: Option<cache::TransitionCache>,
 }
 
 /// The visited set: this process's own, or the one the workers of a
@@ -85,6 +88,14 @@ impl Seen<'_> {
     /// in a parallel search, this worker claimed its state). A shared set
     /// that cannot grow says no, and remembers it: the search stops,
     /// bounded (see `stop_requested`).
+    /// Whether a fingerprint is in the visited set.
+    fn contains(&self, fp: crate::memory::Fingerprint) -> bool {
+        match self {
+            Seen::Local(v) => v.contains(fp),
+            Seen::Shared(v, _) => v.contains(fp),
+        }
+    }
+
     fn insert(&mut self, fp: crate::memory::Fingerprint) -> bool {
         match self {
             Seen::Local(v) => v.insert(fp),
@@ -549,6 +560,15 @@ fn search<P: Process>(
         halted: false,
         sleep: (model.por && par.is_none()).then(|| sleep::SleepSets::new(model.network.capacity)),
         last_print: crate::por::Footprint::default(),
+        // Only where a run's successor is fingerprinted before it is
+        // captured (identity by meaning, no determinism check), without
+        // sleep sets (which need every run's footprint) and with seeded
+        // randomness (so that a run that drew can tell).
+        cache: (model.transition_cache
+            && !model.por
+            && engine.lazy_capture()
+            && crate::identity::random::enabled())
+        .then(cache::TransitionCache::new),
         engine: &mut engine,
     };
     let complete = if liveness_only {
