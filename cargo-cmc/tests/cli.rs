@@ -20,9 +20,15 @@ fn fixture(name: &str) -> PathBuf {
     workspace().join("tests").join("fixtures").join(name)
 }
 
-/// One target directory for every fixture, so the runtime is built once.
+/// One target directory for every fixture, so the runtime is built once
+/// (the fixtures' lock files pin the same versions as the workspace's, so
+/// their harnesses share one build of it). It sits in the target directory
+/// this test was built in (`<target>/release/deps/cli-…`), so that a
+/// `CARGO_TARGET_DIR` elsewhere is honoured.
 fn target_dir() -> PathBuf {
-    workspace().join("target").join("cmc-e2e")
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap();
+    target.join("cmc-e2e")
 }
 
 fn cargo_cmc(dir: &Path) -> Command {

@@ -568,7 +568,7 @@ fn search<P: Process>(
             && !model.por
             && engine.lazy_capture()
             && crate::identity::random::enabled())
-        .then(cache::TransitionCache::new),
+        .then(|| cache::TransitionCache::new(cache::BYTES)),
         engine: &mut engine,
     };
     let complete = if liveness_only {
