@@ -1036,6 +1036,10 @@ impl<'m, P: Process> Engine<'m, P> {
         &mut self,
         state: StateId,
     ) -> Result<Fingerprint, ViolationRecord> {
+        if let Some(sum) = self.mem.state_tag(state) {
+            // Computed before: the sum of its components is kept with it.
+            return Ok(self.finish_sum(sum));
+        }
         let parts = Parts {
             mem: &mut self.mem,
             model: self.model,
@@ -1204,7 +1208,8 @@ impl<'m, P: Process> Engine<'m, P> {
         let running = std::cell::Cell::new((0, 0));
         let por = self.model.por;
         let scan = || {
-            let mut events = Vec::new();
+            let mut events =
+                Vec::with_capacity((self.roots.len() * self.handlers.len() + 2).min(256));
             let mut prints = Vec::new();
             for p in 0..self.roots.len() {
                 // SAFETY: a live root of the loaded state.
