@@ -30,9 +30,10 @@ use crate::hash::FoldStream;
 /// The bytes a search's cache may grow to. Searches are depth-first or
 /// breadth-first sweeps whose nearby states share most of their processes,
 /// so a small cache answers nearly as often as an unbounded one (two-phase
-/// commit with 8 RMs, depth-first: 5.1 s of CPU with 256 KiB, 5.0 s with
-/// 64 MiB, 9.1 s without a cache).
-pub(crate) const BYTES: usize = 1 << 18;
+/// commit with 8 RMs, depth-first: 4.9 s of CPU with 64 KiB, 5.0 s with
+/// 64 MiB, 9.1 s without a cache), and a small one keeps memory per
+/// state where it was.
+pub(crate) const BYTES: usize = 1 << 16;
 
 /// Slots the table starts with.
 const MIN_SLOTS: usize = 1 << 10;
