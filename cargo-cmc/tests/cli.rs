@@ -243,6 +243,7 @@ fn the_json_result_object_has_every_promised_field() {
             "replayed",
             "slept",
             "reexpanded",
+            "cached",
             "complete",
             "reached",
             "violations",
