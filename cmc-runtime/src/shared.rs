@@ -79,8 +79,10 @@ impl Region {
             return;
         }
         assert!(end <= self.len, "discarding beyond the shared region");
-        // SAFETY: the range lies inside our mapping and no reference into
-        // it is used after this (the caller gives the range up).
+        // SAFETY: the range lies inside our mapping, which stays mapped:
+        // the caller gives the range up, and a reader that still loads
+        // words from it (the visited set's lock-free `contains`) reads its
+        // old contents or zeros.
         unsafe { libc::madvise(self.base.add(start).cast(), end - start, libc::MADV_REMOVE) };
     }
 }

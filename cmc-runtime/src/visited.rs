@@ -451,13 +451,24 @@ impl SharedVisited {
         Ok(true)
     }
 
-    /// Whether the fingerprint is in the set.
+    /// Whether the fingerprint is in the set: without the shard's lock, so
+    /// a fingerprint another worker is adding may be missed (the caller
+    /// then inserts it, under the lock, and learns it is there), but one
+    /// not in the set is never found. Why: slots are written once and never
+    /// cleared, a slot's first word is never zero once written, a table a
+    /// shard outgrew is never reused (it reads as zeros once discarded),
+    /// and every nonzero word past a table's start in the region is a
+    /// fingerprint's. A reader that sees a shard's new table (`AT`, stored
+    /// with release after `CAP`) sees its capacity; one that sees the old
+    /// table with the new capacity probes past its end into tables
+    /// allocated after it, where a match is still a fingerprint of the
+    /// set. A two-word slot read while being written shows a zero or its
+    /// own second word, so it can only fail to match.
     pub(crate) fn contains(&self, fp: Fingerprint) -> bool {
         let (lo, hi) = self.key(fp);
         let s = (lo >> 32) as usize % SHARED_SHARDS;
-        let _guard = crate::shared::lock(self.shard(s, LOCK));
+        let at = self.shard(s, AT).load(Ordering::Acquire) as usize;
         let cap = self.shard(s, CAP).load(Ordering::Relaxed);
-        let at = self.shard(s, AT).load(Ordering::Relaxed) as usize;
         self.probe(at, cap, lo, hi).0
     }
 
@@ -515,7 +526,9 @@ impl SharedVisited {
             self.put(to, lo, hi);
         }
         self.shard(s, CAP).store(new_cap, Ordering::Relaxed);
-        self.shard(s, AT).store(new_at as u64, Ordering::Relaxed);
+        // Release: a lock-free reader that sees the new table sees its
+        // capacity and contents (see `contains`).
+        self.shard(s, AT).store(new_at as u64, Ordering::Release);
         self.region
             .discard(old_at, cap as usize * self.slot_words * 8);
         Some(new_cap)
@@ -668,6 +681,57 @@ mod tests {
             }
             assert!(!set.contains(Fingerprint(7)));
             assert!(set.memory_bytes() >= reference.len() * 8);
+        }
+    }
+
+    /// `contains` takes no lock: while another process inserts (and the
+    /// shards grow, again and again), it never finds a fingerprint that
+    /// was not inserted, and once the inserts are over it finds every one.
+    #[test]
+    fn shared_set_lookups_without_the_lock_never_find_what_is_not_there() {
+        for width in [FingerprintWidth::Bits64, FingerprintWidth::Bits128] {
+            let set = SharedVisited::new(width, 1 << 30).expect("a shared region");
+            let fp =
+                |k: u64| Fingerprint(u128::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_0001));
+            // Even numbers are inserted, odd ones never.
+            let inserted: Vec<Fingerprint> = (0..400_000).map(|k| fp(2 * k)).collect();
+            let absent: Vec<Fingerprint> = (0..2_000).map(|k| fp(2 * k + 1)).collect();
+            // SAFETY: the child only inserts into the shared set (nothing
+            // allocated after the fork) and leaves with _exit.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                for &f in &inserted {
+                    set.insert(f).unwrap();
+                }
+                // SAFETY: ends the child without running the test harness.
+                unsafe { libc::_exit(0) };
+            }
+            let (mut rounds, mut seen) = (0u64, 0u64);
+            let status = loop {
+                for &f in &absent {
+                    assert!(!set.contains(f), "found a fingerprint never inserted");
+                }
+                seen += inserted
+                    .iter()
+                    .step_by(97)
+                    .filter(|&&f| set.contains(f))
+                    .count() as u64;
+                rounds += 1;
+                let mut status = 0;
+                // SAFETY: polls our own child.
+                if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                    break status;
+                }
+            };
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+            assert!(rounds > 1 && seen > 0, "the lookups overlapped the inserts");
+            for &f in &inserted {
+                assert!(set.contains(f), "an inserted fingerprint is found");
+            }
+            for &f in &absent {
+                assert!(!set.contains(f));
+            }
         }
     }
 }
