@@ -9,37 +9,15 @@
 
 mod common;
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use cmc::{Check, Ctx, Handler, Model, NetworkConfig, Process, ReplayOutcome, Strategy, Verdict};
 use common::auto::{auto, reachable, Auto, M};
+use common::probe::{auto_probe, probe, run, Found};
 
 #[global_allocator]
 static ALLOC: cmc::Allocator = cmc::Allocator;
-
-thread_local! {
-    /// The states the probe invariant saw on this thread.
-    static SEEN: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
-}
-
-fn probe(key: String) -> Check {
-    SEEN.with(|s| s.borrow_mut().insert(key));
-    Ok(())
-}
-
-fn take_seen() -> BTreeSet<String> {
-    SEEN.with(|s| std::mem::take(&mut *s.borrow_mut()))
-}
-
-fn auto_probe(w: &cmc::World<'_, Auto>) -> Check {
-    probe(format!(
-        "{:?} {:?}",
-        w.processes().map(|p| p.s).collect::<Vec<_>>(),
-        w.in_flight().collect::<Vec<_>>()
-    ))
-}
 
 /// The generated model of the other search tests, with two invariants
 /// that fail in some models and a probe.
@@ -60,32 +38,6 @@ fn auto_model(seed: u64, n: usize) -> Model<Auto> {
                 Ok(())
             }
         })
-}
-
-/// What a search found: its states (by the probe), the properties it
-/// found violated, its unique count and transitions.
-struct Found {
-    states: BTreeSet<String>,
-    violated: BTreeSet<String>,
-    unique: u64,
-    transitions: u64,
-    verdict: Verdict,
-}
-
-fn run<P: Process>(model: Model<P>) -> Found {
-    take_seen();
-    let r = model.check().unwrap();
-    Found {
-        states: take_seen(),
-        violated: r
-            .violations
-            .iter()
-            .map(|v| v.record.property.clone())
-            .collect(),
-        unique: r.stats.unique,
-        transitions: r.stats.transitions,
-        verdict: r.verdict,
-    }
 }
 
 fn same(a: &Found, b: &Found, what: &str) {

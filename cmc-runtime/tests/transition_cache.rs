@@ -9,60 +9,15 @@
 
 mod common;
 
-use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cmc::{Check, Ctx, Handler, Model, NetworkConfig, Process, Strategy, Verdict};
-use common::auto::{auto, reachable, Auto, M};
+use cmc::{Ctx, Handler, Model, NetworkConfig, Process, Strategy, Verdict};
+use common::auto::{auto, reachable, M};
+use common::probe::{auto_probe, probe, run, Found};
 use rand::Rng;
 
 #[global_allocator]
 static ALLOC: cmc::Allocator = cmc::Allocator;
-
-thread_local! {
-    /// The states the probe invariant saw on this thread.
-    static SEEN: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
-}
-
-fn probe(key: String) -> Check {
-    SEEN.with(|s| s.borrow_mut().insert(key));
-    Ok(())
-}
-
-fn take_seen() -> BTreeSet<String> {
-    SEEN.with(|s| std::mem::take(&mut *s.borrow_mut()))
-}
-
-/// What a search found.
-#[derive(Debug)]
-struct Found {
-    states: BTreeSet<String>,
-    violated: BTreeSet<String>,
-    unique: u64,
-    transitions: u64,
-    cached: u64,
-    verdict: Verdict,
-    first_trace: Option<usize>,
-}
-
-fn run<P: Process>(model: Model<P>) -> Found {
-    take_seen();
-    let r = model.check().unwrap();
-    Found {
-        states: take_seen(),
-        violated: r
-            .violations
-            .iter()
-            .map(|v| v.record.property.clone())
-            .collect(),
-        unique: r.stats.unique,
-        transitions: r.stats.transitions,
-        cached: r.stats.cached,
-        verdict: r.verdict,
-        first_trace: r.violations.first().map(|v| v.trace.steps.len()),
-    }
-}
 
 /// Runs `model` with and without the cache; they must agree on
 /// everything but how many transitions the cache answered. Returns the
@@ -81,14 +36,6 @@ fn agree<P: Process>(model: impl Fn() -> Model<P>, what: &str) -> Found {
         "{what}: trace length"
     );
     with
-}
-
-fn auto_probe(w: &cmc::World<'_, Auto>) -> Check {
-    probe(format!(
-        "{:?} {:?}",
-        w.processes().map(|p| p.s).collect::<Vec<_>>(),
-        w.in_flight().collect::<Vec<_>>()
-    ))
 }
 
 /// The shared family of generated models (choices, sends, receives), every

@@ -1,1 +1,2 @@
 pub mod auto;
+pub mod probe;
