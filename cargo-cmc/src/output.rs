@@ -174,6 +174,7 @@ impl Output {
                         "slept": result.stats.slept,
                         "reexpanded": result.stats.reexpanded,
                         "cached": result.stats.cached,
+                        "derived": result.stats.derived,
                         "complete": result.stats.complete,
                         "reached": result.reached.iter().map(|r| json!({
                             "property": r.property,
@@ -206,8 +207,12 @@ impl Output {
                     if result.stats.cached > 0 {
                         println!(
                             "{}: {} of {} transitions answered by the transition cache \
-                             (their successors known without running them)",
-                            result.model, result.stats.cached, result.stats.transitions
+                             (their successors known without running them; {} of them new \
+                             states built from what it kept)",
+                            result.model,
+                            result.stats.cached,
+                            result.stats.transitions,
+                            result.stats.derived
                         );
                     }
                     if result.stats.slept > 0 || result.stats.reexpanded > 0 {

@@ -244,6 +244,7 @@ fn the_json_result_object_has_every_promised_field() {
             "slept",
             "reexpanded",
             "cached",
+            "derived",
             "complete",
             "reached",
             "violations",

@@ -302,7 +302,7 @@ pub(crate) const OLD_STATE_HASH: &str = "siphash-1-3";
 /// About ten times cheaper than SipHash-1-3 per word; its quality is
 /// tested below against structured inputs (single bit flips, all short
 /// sequences of small numbers, reordered words).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FoldStream {
     a: u64,
     b: u64,

@@ -110,6 +110,12 @@ pub struct ArenaId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StateId(u32);
 
+/// One arena's stored contents in some state (its page table), held by a
+/// reference taken with [`Memory::keep_table`]: a state can be built from
+/// it without running anything ([`Memory::derive`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableId(pub(crate) u32);
+
 /// The tracking mode an arena is in now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -655,6 +661,54 @@ impl Memory {
             return &self.pending_changed;
         }
         self.find_changes(Some(touched))
+    }
+
+    /// The table of `arena` in `state`, without a reference (to compare
+    /// states arena by arena: equal tables, equal contents).
+    pub fn table_of(&self, state: StateId, arena: ArenaId) -> TableId {
+        TableId(self.states.get(state.0).tables[arena.0])
+    }
+
+    /// Takes a reference to a table, which keeps its pages stored until
+    /// [`Memory::drop_table`] gives it back.
+    pub fn keep_table(&mut self, table: TableId) {
+        self.tables.retain(table.0);
+    }
+
+    /// Gives back a reference taken by [`Memory::keep_table`].
+    pub fn drop_table(&mut self, table: TableId) {
+        self.release_table(table.0);
+    }
+
+    /// A new state equal to `pre` except in the arenas of `replace`, which
+    /// hold the given tables' contents instead; the caller owns one
+    /// reference to it. Nothing is loaded or run: this is how a transition
+    /// whose effect on those arenas is known (see the search's transition
+    /// cache) makes its successor. Its fingerprint is the one a capture of
+    /// the same contents would have.
+    pub fn derive(&mut self, pre: StateId, replace: &[(ArenaId, TableId)]) -> StateId {
+        let mut tables = self.states.get(pre.0).tables.clone();
+        for &(a, t) in replace {
+            tables[a.0] = t.0;
+        }
+        let mut sum = 0u128;
+        let mut isolated = true;
+        for &t in tables.iter() {
+            self.tables.retain(t);
+            let table = self.tables.get(t);
+            sum = sum.wrapping_add(table.sum);
+            isolated &= table.foreign == 0;
+        }
+        let mut fp = hash::finish(sum);
+        if self.config.width == FingerprintWidth::Bits64 {
+            fp &= u64::MAX as u128;
+        }
+        StateId(self.states.insert(StateData {
+            tables,
+            fingerprint: Fingerprint(fp),
+            isolated,
+            tag: None,
+        }))
     }
 
     /// The value set on `state` by [`Memory::set_state_tag`], if any.

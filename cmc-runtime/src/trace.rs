@@ -457,10 +457,15 @@ pub struct Stats {
     #[serde(default)]
     pub reexpanded: u64,
     /// Transitions (counted in `transitions`) that were not run because
-    /// the transition cache knew their successor, already visited (see
-    /// `Model::transition_cache`).
+    /// the transition cache knew their successor (see
+    /// `Model::transition_cache`): an already visited one, or a new one it
+    /// could build (counted in `derived` too).
     #[serde(default)]
     pub cached: u64,
+    /// Of `cached`, the transitions whose successor was new and was built
+    /// from the contents the cache kept.
+    #[serde(default)]
+    pub derived: u64,
 }
 
 impl Stats {

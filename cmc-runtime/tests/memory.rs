@@ -508,6 +508,56 @@ fn two_arenas(config: MemoryConfig) -> (Memory, ArenaId, ArenaId) {
 }
 
 #[test]
+fn a_derived_state_is_the_captured_one_it_was_built_from() {
+    let (mut mem, a, b) = two_arenas(MemoryConfig::default());
+    let mut rng = SmallRng::seed_from_u64(11);
+    let (mut ba, mut bb) = (Blocks::default(), Blocks::default());
+    for _ in 0..40 {
+        random_op(&mem, a, &mut ba, &mut rng);
+        random_op(&mem, b, &mut bb, &mut rng);
+    }
+    let s = mem.capture();
+    let base = mem.stats();
+    // A successor that changed only arena b.
+    for _ in 0..20 {
+        random_op(&mem, b, &mut bb, &mut rng);
+    }
+    let t = mem.capture();
+    let want = all_live(&mem, &[a, b]);
+    let kept = mem.table_of(t, b);
+    mem.keep_table(kept);
+    mem.restore(s);
+    mem.release(t);
+    assert_ne!(all_live(&mem, &[a, b]), want, "the successor differs");
+    // Built from s and b's table, with t gone: the same contents.
+    let d = mem.derive(s, &[(b, kept)]);
+    assert_eq!(mem.table_of(d, a), mem.table_of(s, a));
+    assert_eq!(mem.table_of(d, b), kept);
+    mem.restore(d);
+    assert_eq!(
+        all_live(&mem, &[a, b]),
+        want,
+        "restoring it loads t's bytes"
+    );
+    let again = mem.capture();
+    assert_eq!(
+        mem.fingerprint(again),
+        mem.fingerprint(d),
+        "its fingerprint is a capture's"
+    );
+    assert_eq!(mem.isolated(d), mem.isolated(again));
+    // References: the state's, the loaded state's, the table's own.
+    mem.release(again);
+    mem.release(d);
+    mem.drop_table(kept);
+    mem.restore(s);
+    let after = mem.stats();
+    assert_eq!(after.pages, base.pages, "everything only d used is freed");
+    assert_eq!(after.tables, base.tables);
+    assert_eq!(after.states, 1);
+}
+
+#[test]
 fn a_state_is_isolated_until_an_arena_points_into_another() {
     let (mut mem, a, b) = two_arenas(MemoryConfig::default());
     let root: *mut Vec<usize> = {

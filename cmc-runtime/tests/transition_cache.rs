@@ -26,6 +26,7 @@ fn agree<P: Process>(model: impl Fn() -> Model<P>, what: &str) -> Found {
     let without = run(model().transition_cache(false));
     let with = run(model());
     assert_eq!(without.cached, 0, "{what}: nothing cached when off");
+    assert!(with.derived <= with.cached, "{what}: derived within cached");
     assert_eq!(with.unique, without.unique, "{what}: unique count");
     assert_eq!(with.states, without.states, "{what}: states");
     assert_eq!(with.transitions, without.transitions, "{what}: transitions");
@@ -43,7 +44,7 @@ fn agree<P: Process>(model: impl Fn() -> Model<P>, what: &str) -> Found {
 /// same as without the cache, and the reference's states.
 #[test]
 fn the_cache_changes_nothing_on_generated_models() {
-    let (mut cached, mut transitions) = (0, 0);
+    let (mut cached, mut derived, mut transitions) = (0, 0, 0);
     for seed in 0..16u64 {
         let n = 2 + (seed % 2) as usize;
         let all = reachable(seed, n, |_| false);
@@ -59,6 +60,7 @@ fn the_cache_changes_nothing_on_generated_models() {
             );
             assert_eq!(found.unique as usize, all.len(), "{what}");
             cached += found.cached;
+            derived += found.derived;
             transitions += found.transitions;
             agree(
                 || {
@@ -76,11 +78,12 @@ fn the_cache_changes_nothing_on_generated_models() {
             );
         }
     }
-    eprintln!("{cached} of {transitions} transitions cached");
+    eprintln!("{cached} of {transitions} transitions cached, {derived} successors built");
     assert!(
         cached * 3 > transitions,
         "the cache answered only {cached} of {transitions} transitions"
     );
+    assert!(derived > 0, "no successor was built from the cache");
 }
 
 /// A richer family: per process and state, which handlers are enabled and
@@ -237,13 +240,14 @@ fn mix(seed: u64, n: usize) -> Model<Mix> {
 /// with an invariant that fails in some: the same as without the cache.
 #[test]
 fn the_cache_changes_nothing_on_models_that_share_draw_and_allocate() {
-    let (mut cached, mut transitions, mut failing) = (0, 0, 0);
+    let (mut cached, mut derived, mut transitions, mut failing) = (0, 0, 0, 0);
     for seed in 0..20u64 {
         let n = 2;
         for strategy in [Strategy::Dfs, Strategy::Bfs, Strategy::Random] {
             let what = format!("seed {seed}, {strategy:?}");
             let found = agree(|| mix(seed, n).strategy(strategy), &what);
             cached += found.cached;
+            derived += found.derived;
             transitions += found.transitions;
             if seed % 4 == 0 {
                 agree(
@@ -268,8 +272,12 @@ fn the_cache_changes_nothing_on_models_that_share_draw_and_allocate() {
             failing += usize::from(found.verdict == Verdict::Violation);
         }
     }
-    eprintln!("{cached} of {transitions} transitions cached; {failing} searches fail");
+    eprintln!(
+        "{cached} of {transitions} transitions cached, {derived} successors built; \
+         {failing} searches fail"
+    );
     assert!(failing > 0);
+    assert!(derived > 0, "no successor was built from the cache");
     assert!(
         cached * 3 > transitions,
         "the cache answered only {cached} of {transitions} transitions"

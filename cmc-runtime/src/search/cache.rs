@@ -19,13 +19,19 @@
 //!
 //! The search asks the cache before a run: on a hit whose successor is
 //! already visited, the transition is counted and nothing else happens (no
-//! restore, no run, no comparison of pages). On a miss, or a hit whose
-//! successor is new, the transition runs as always; a clean run is then
-//! recorded. The cache is a fixed-size table that grows by doubling up to
+//! restore, no run, no comparison of pages). On a miss the transition runs
+//! as always, and a clean run is then recorded. When that run's successor
+//! was new (and so captured) and differs from the pre-state in those two
+//! arenas only, the entry also keeps their tables, the successor's stored
+//! contents (the same argument: they are a function of the key): a later
+//! hit whose successor is new builds it from them (`Memory::derive`)
+//! instead of running the handler, fingerprinting and capturing what it
+//! wrote. A hit whose successor is new and whose entry has no tables runs. The cache is a fixed-size table that grows by doubling up to
 //! [`BYTES`] and then overwrites: its memory is bounded whatever the
 //! search's length.
 
 use crate::hash::FoldStream;
+use crate::memory::TableId;
 
 /// The bytes a search's cache may grow to. Searches are depth-first or
 /// breadth-first sweeps whose nearby states share most of their processes,
@@ -46,7 +52,7 @@ const MAX_CHOICES: usize = 2;
 
 #[derive(Clone, Copy, Default)]
 struct Slot {
-    /// The key, as two words (an entry is 48 bytes); 0 for an empty slot
+    /// The key, as two words (an entry is 56 bytes); 0 for an empty slot
     /// (a key that hashes to 0 is not cached).
     key: [u64; 2],
     /// The successor's fingerprint sum minus the pre-state's.
@@ -54,6 +60,12 @@ struct Slot {
     /// The choices the run took, as (value, range).
     choices: [(u16, u16); MAX_CHOICES],
     len: u8,
+    /// Whether `tables` holds the successor's tables.
+    has_tables: bool,
+    /// The successor's tables of the process's arena (unused for an
+    /// environment event) and the environment's, each with a reference
+    /// the cache holds (see [`TransitionCache::attach`]).
+    tables: [u32; 2],
 }
 
 fn split(x: u128) -> [u64; 2] {
@@ -64,12 +76,33 @@ fn join(x: [u64; 2]) -> u128 {
     u128::from(x[0]) | (u128::from(x[1]) << 64)
 }
 
+/// What the keys of one process's events (and of its guards) in one
+/// state start from: the process, and the contents (table sums) of its
+/// arena and the environment's, the arenas its code can read.
+#[derive(Clone, Copy)]
+pub(crate) struct Prefix(FoldStream);
+
+impl Prefix {
+    pub(crate) fn new(actor: usize, sums: [u128; 2]) -> Self {
+        let mut h = FoldStream::default();
+        h.word(actor as u64);
+        for s in sums {
+            h.word(s as u64);
+            h.word((s >> 64) as u64);
+        }
+        Prefix(h)
+    }
+}
+
 /// What an entry says about a transition.
 pub(crate) struct Hit {
     /// The successor's fingerprint sum minus the pre-state's.
     pub(crate) delta: u128,
     /// The choices the run took, as (value, range).
     pub(crate) choices: Vec<(usize, usize)>,
+    /// The successor's tables of the process's arena and of the
+    /// environment's, if the entry has them.
+    pub(crate) tables: Option<[TableId; 2]>,
 }
 
 /// The cache (see the module documentation).
@@ -99,6 +132,7 @@ impl TransitionCache {
     /// The key of a transition: the event, the choice script, the
     /// random-seed variant, and the contents (table sums) of the arenas it
     /// can read.
+    #[cfg(test)]
     pub(crate) fn key(
         actor: usize,
         handler: usize,
@@ -106,14 +140,15 @@ impl TransitionCache {
         seed: u32,
         sums: [u128; 2],
     ) -> u128 {
-        let mut h = FoldStream::default();
-        h.word(actor as u64);
+        Self::event_key(&Prefix::new(actor, sums), handler, script, seed)
+    }
+
+    /// [`TransitionCache::key`] from the part all events of the process
+    /// share in one state.
+    pub(crate) fn event_key(prefix: &Prefix, handler: usize, script: &[usize], seed: u32) -> u128 {
+        let mut h = prefix.0;
         h.word(handler as u64);
         h.word(u64::from(seed));
-        for s in sums {
-            h.word(s as u64);
-            h.word((s >> 64) as u64);
-        }
         h.word(script.len() as u64);
         for &c in script {
             h.word(c as u64);
@@ -141,36 +176,81 @@ impl TransitionCache {
                 .iter()
                 .map(|&(v, n)| (usize::from(v), usize::from(n)))
                 .collect(),
+            tables: slot.has_tables.then(|| slot.tables.map(TableId)),
         })
     }
 
+    /// Gives the entry of `key` the successor's tables (see the module
+    /// documentation); true if it took them, and with them the caller's
+    /// references, false if the entry is gone or has tables already.
+    pub(crate) fn attach(&mut self, key: u128, tables: [TableId; 2]) -> bool {
+        let key = split(key);
+        if key == [0, 0] {
+            return false;
+        }
+        let b = self.bucket(key);
+        match self.slots[b..b + WAYS]
+            .iter_mut()
+            .find(|s| s.key == key && !s.has_tables)
+        {
+            Some(slot) => {
+                slot.tables = tables.map(|t| t.0);
+                slot.has_tables = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes every table the entries hold (the caller gives their
+    /// references back); the entries stay, without them.
+    pub(crate) fn take_tables(&mut self) -> Vec<TableId> {
+        let mut out = Vec::new();
+        for slot in self.slots.iter_mut().filter(|s| s.has_tables) {
+            out.extend(slot.tables.map(TableId));
+            slot.has_tables = false;
+        }
+        out
+    }
+
     /// Records what the transition with `key` did; choices that do not fit
-    /// an entry leave the cache as it was.
-    pub(crate) fn insert(&mut self, key: u128, delta: u128, choices: &[(usize, usize)]) {
+    /// an entry leave the cache as it was. Returns the tables of the entry
+    /// it overwrote, if that had any: the caller gives back their
+    /// references.
+    pub(crate) fn insert(
+        &mut self,
+        key: u128,
+        delta: u128,
+        choices: &[(usize, usize)],
+    ) -> Option<[TableId; 2]> {
         if key == 0 || choices.len() > MAX_CHOICES {
-            return;
+            return None;
         }
         let mut packed = [(0u16, 0u16); MAX_CHOICES];
         for (p, &(v, n)) in packed.iter_mut().zip(choices) {
             let (Ok(v), Ok(n)) = (u16::try_from(v), u16::try_from(n)) else {
-                return;
+                return None;
             };
             *p = (v, n);
         }
         if self.filled * 2 >= self.slots.len() && self.slots.len() < self.max_slots {
             self.grow();
         }
-        self.put(Slot {
+        let old = self.put(Slot {
             key: split(key),
             delta: split(delta),
             choices: packed,
             len: choices.len() as u8,
+            has_tables: false,
+            tables: [0; 2],
         });
+        old.has_tables.then(|| old.tables.map(TableId))
     }
 
     /// Puts an entry in its bucket: over its own key's, else in an empty
-    /// slot, else over one of the others (chosen by the key).
-    fn put(&mut self, slot: Slot) {
+    /// slot, else over one of the others (chosen by the key); returns the
+    /// slot it overwrote.
+    fn put(&mut self, slot: Slot) -> Slot {
         let b = self.bucket(slot.key);
         let i = (b..b + WAYS)
             .find(|&i| self.slots[i].key == slot.key)
@@ -179,7 +259,7 @@ impl TransitionCache {
         if self.slots[i].key == [0, 0] {
             self.filled += 1;
         }
-        self.slots[i] = slot;
+        std::mem::replace(&mut self.slots[i], slot)
     }
 
     fn grow(&mut self) {
@@ -187,8 +267,83 @@ impl TransitionCache {
         self.slots = vec![Slot::default(); old.len() * 2];
         self.filled = 0;
         for slot in old.into_iter().filter(|s| s.key != [0, 0]) {
-            self.put(slot);
+            // A bucket's entries go to two buckets of the larger table:
+            // none is overwritten.
+            let lost = self.put(slot);
+            assert!(
+                lost.key == [0, 0],
+                "growing the transition cache overwrote an entry"
+            );
         }
+    }
+}
+
+/// The guard cache: which handlers of a process its guards enabled, keyed
+/// as a transition is, by the process and the contents of the two arenas
+/// its guards can read (its own and the environment's, when the state is
+/// isolated; see the module documentation). With it and the transition
+/// cache, a state whose every event is known needs no restore at all.
+/// Its memory is fixed: [`GUARD_SLOTS`] entries of 24 bytes.
+pub(crate) struct GuardCache {
+    slots: Vec<GuardSlot>,
+    /// Lookups that found an entry.
+    pub(crate) hits: u64,
+}
+
+/// Entries of the guard cache.
+pub(crate) const GUARD_SLOTS: usize = 1 << 10;
+
+#[derive(Clone, Copy, Default)]
+struct GuardSlot {
+    /// 0 for an empty slot.
+    key: [u64; 2],
+    /// Bit `h`: handler `h` is enabled.
+    enabled: u64,
+}
+
+impl GuardCache {
+    pub(crate) fn new() -> Self {
+        GuardCache {
+            slots: vec![GuardSlot::default(); GUARD_SLOTS],
+            hits: 0,
+        }
+    }
+
+    /// The key of a process's guards in a state (`prefix`, as its events'
+    /// keys start): a domain of its own.
+    pub(crate) fn key(prefix: &Prefix) -> u128 {
+        let mut h = prefix.0;
+        h.word(u64::MAX);
+        h.finish128()
+    }
+
+    fn bucket(key: [u64; 2]) -> usize {
+        (key[0] ^ key[1]) as usize & (GUARD_SLOTS - WAYS)
+    }
+
+    /// The handlers the guards of `key` enabled, as a bit set.
+    pub(crate) fn get(&mut self, key: u128) -> Option<u64> {
+        let key = split(key);
+        if key == [0, 0] {
+            return None;
+        }
+        let b = Self::bucket(key);
+        let slot = self.slots[b..b + WAYS].iter().find(|s| s.key == key)?;
+        self.hits += 1;
+        Some(slot.enabled)
+    }
+
+    /// Records the handlers the guards of `key` enabled.
+    pub(crate) fn insert(&mut self, key: u128, enabled: u64) {
+        let key = split(key);
+        if key == [0, 0] {
+            return;
+        }
+        let b = Self::bucket(key);
+        let i = (b..b + WAYS)
+            .find(|&i| self.slots[i].key == key || self.slots[i].key == [0, 0])
+            .unwrap_or(b + (key[1] >> 62) as usize);
+        self.slots[i] = GuardSlot { key, enabled };
     }
 }
 
@@ -231,7 +386,7 @@ mod tests {
             c.insert(TransitionCache::key(0, 0, &[], 0, [k.into(), 0]), 1, &[]);
         }
         assert!(c.slots.len() * size_of::<Slot>() <= 64 << 10);
-        assert_eq!(size_of::<Slot>(), 48);
+        assert_eq!(size_of::<Slot>(), 56);
     }
 
     #[test]
@@ -250,6 +405,30 @@ mod tests {
         for o in others {
             assert_ne!(o, base);
         }
+    }
+
+    #[test]
+    fn guard_entries_are_found_under_their_own_key_only() {
+        let mut g = GuardCache::new();
+        let keys: Vec<u128> = (0..300u64)
+            .map(|k| GuardCache::key(&Prefix::new(k as usize % 5, [k.into(), 1])))
+            .collect();
+        for (k, &key) in keys.iter().enumerate() {
+            g.insert(key, k as u64);
+        }
+        let found = keys
+            .iter()
+            .enumerate()
+            .filter(|&(k, &key)| g.get(key).inspect(|&m| assert_eq!(m, k as u64)).is_some())
+            .count();
+        assert!(found > 250, "found {found} of 300");
+        assert!(g.get(GuardCache::key(&Prefix::new(9, [0, 0]))).is_none());
+        // A guard key is not the key of any event of the same process.
+        let p = Prefix::new(1, [2, 3]);
+        assert_ne!(
+            GuardCache::key(&p),
+            TransitionCache::event_key(&p, usize::MAX, &[], u32::MAX)
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::engine::{
 };
 use crate::isolate;
 use crate::memory::Fingerprint;
-use crate::memory::StateId;
+use crate::memory::{ArenaId, StateId, TableId};
 use crate::model::Process;
 use crate::trace::{ViolationKind, ViolationRecord};
 
@@ -20,18 +20,34 @@ use crate::por::Footprint;
 
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn expand(&mut self, item: &Item) {
+        // With the caches, the state is loaded only when an event has to
+        // run (see `cache`); the events of its processes come from the
+        // guard cache if it knows them all.
+        let keyed = self.prepare_keys(item);
+        let known = if keyed { self.known_events() } else { None };
         let e = &mut *self.engine;
-        e.mem.restore(item.state);
         e.at = item.node;
+        if known.is_none() {
+            e.mem.restore(item.state);
+        }
         let plan = self.sleep.as_mut().map(|s| s.plan(item.state));
-        let (events, guards) = match e.enabled_with_guards() {
-            Ok(found) => found,
-            Err(record) => {
-                let steps = e.path(item.node);
-                self.report(steps, record);
-                return;
-            }
+        let (events, guards) = match known {
+            Some(events) => (events, Vec::new()),
+            None => match e.enabled_with_guards() {
+                Ok(found) => {
+                    if keyed {
+                        self.remember_events(&found.0);
+                    }
+                    found
+                }
+                Err(record) => {
+                    let steps = e.path(item.node);
+                    self.report(steps, record);
+                    return;
+                }
+            },
         };
+        let e = &mut *self.engine;
         if e.model.check_determinism {
             // The guards, evaluated again, must enable the same handlers.
             for run in 1..e.model.determinism_runs.max(2) {
@@ -136,7 +152,6 @@ impl<P: Process> Search<'_, '_, P> {
                     if self.stop_requested() {
                         return;
                     }
-                    self.engine.mem.restore(item.state);
                     isolate::record_checking(
                         item.node,
                         if event.actor == ENV {
@@ -337,8 +352,9 @@ impl<P: Process> Search<'_, '_, P> {
         if let (Some(key), Some(cache)) = (key, &mut self.cache) {
             if let Some(hit) = cache.get(key) {
                 let e = &*self.engine;
-                if let Some(sum) = e.mem.state_tag(item.state) {
-                    let fp = e.finish_sum(sum.wrapping_add(hit.delta));
+                if let Some(pre) = e.mem.state_tag(item.state) {
+                    let sum = pre.wrapping_add(hit.delta);
+                    let fp = e.finish_sum(sum);
                     if self.visited.contains(fp) {
                         // Known: the run would change nothing the search
                         // keeps (see `cache`).
@@ -348,10 +364,17 @@ impl<P: Process> Search<'_, '_, P> {
                         self.last_print = Footprint::default();
                         return (hit.choices, false);
                     }
+                    if let Some(tables) = hit.tables {
+                        // New, and the entry knows its contents: built
+                        // from them, not run (see `cache`).
+                        self.derived(item, event, &hit.choices, seed, tables, sum, fp);
+                        return (hit.choices, false);
+                    }
                 }
             }
         }
         let e = &mut *self.engine;
+        e.mem.restore(item.state);
         let mut outcome = e.run(event, script, seed, false, item.state);
         let ranges = std::mem::take(&mut outcome.ranges);
         let drew = outcome.drew;
@@ -403,10 +426,16 @@ impl<P: Process> Search<'_, '_, P> {
                     return (ranges, drew);
                 }
             };
+            let mut cached = false;
             if let (true, Some(key), Some(cache), Some(pre)) =
                 (cacheable, key, &mut self.cache, e.mem.state_tag(item.state))
             {
-                cache.insert(key, e.pending_sum.wrapping_sub(pre), &ranges);
+                if let Some(old) = cache.insert(key, e.pending_sum.wrapping_sub(pre), &ranges) {
+                    for t in old {
+                        e.mem.drop_table(t);
+                    }
+                }
+                cached = true;
             }
             if !self.visited.insert(fp) {
                 self.arrived_again(item, &step, fp, None);
@@ -414,6 +443,9 @@ impl<P: Process> Search<'_, '_, P> {
             }
             let succ = e.mem.capture();
             e.tag_computed(succ);
+            if let (true, Some(key)) = (cached, key) {
+                self.keep_successor(item.state, succ, event, key);
+            }
             (succ, fp)
         } else {
             let succ = e.mem.capture();
@@ -457,6 +489,16 @@ impl<P: Process> Search<'_, '_, P> {
             }
             (succ, fp)
         };
+        self.new_state(item, step, succ, fp);
+        (ranges, drew)
+    }
+
+    /// The successor `succ` (loaded, and captured or derived) of `item` by
+    /// `step` is new (its fingerprint `fp` just entered the visited set):
+    /// it is pruned, or recorded, checked, and put on the frontier.
+    fn new_state(&mut self, item: &Item, step: RawStep, succ: StateId, fp: Fingerprint) {
+        let event = step.event;
+        let e = &mut *self.engine;
         if let Some(prune) = &e.model.prune {
             let pruned = {
                 let _sys = system_scope();
@@ -465,14 +507,14 @@ impl<P: Process> Search<'_, '_, P> {
             if pruned {
                 self.stats.pruned += 1;
                 e.mem.release(succ);
-                return (ranges, drew);
+                return;
             }
         }
-        let Some(node) = e.record_node(item.node, event, &step.choices, seed) else {
+        let Some(node) = e.record_node(item.node, event, &step.choices, step.seed) else {
             // The search tree is full: the search stops, bounded (see
             // `stop_requested`).
             e.mem.release(succ);
-            return (ranges, drew);
+            return;
         };
         self.stats.unique += 1;
         let depth = item.depth + 1;
@@ -515,7 +557,7 @@ impl<P: Process> Search<'_, '_, P> {
                 e.mem.release(succ);
                 let steps = e.path(node);
                 self.report(steps, record);
-                return (ranges, drew);
+                return;
             }
         }
         if let Some(record) = verdict {
@@ -523,7 +565,7 @@ impl<P: Process> Search<'_, '_, P> {
             self.report(steps, record);
             if !self.past_violations() {
                 self.engine.mem.release(succ);
-                return (ranges, drew);
+                return;
             }
             // Building the trace loaded other states.
             self.engine.mem.restore(succ);
@@ -546,31 +588,168 @@ impl<P: Process> Search<'_, '_, P> {
             sleep.found(fp, succ, asleep);
         }
         self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
-        (ranges, drew)
     }
 
-    /// The transition cache's key of `event` from `item` (the loaded
-    /// state), when the cache may answer for it: the state's arenas point
-    /// only into themselves, so the event reads only its process's arena
-    /// and the environment's (see `cache`).
-    fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
-        self.cache.as_ref()?;
+    /// A transition from `item` whose cache entry holds its successor's
+    /// tables, and whose successor (fingerprint sum `sum`, fingerprint
+    /// `fp`) is not visited: the successor is built from the tables,
+    /// loaded, and handled as a run's would be.
+    #[allow(clippy::too_many_arguments)]
+    fn derived(
+        &mut self,
+        item: &Item,
+        event: Event,
+        ranges: &[(usize, usize)],
+        seed: u32,
+        tables: [TableId; 2],
+        sum: u128,
+        fp: Fingerprint,
+    ) {
+        self.stats.transitions += 1;
+        self.stats.generated += 1;
+        self.stats.cached += 1;
+        self.stats.derived += 1;
+        self.last_print = Footprint::default();
+        if !self.visited.insert(fp) {
+            // Another worker of a parallel search claimed it meanwhile.
+            return;
+        }
+        let e = &mut *self.engine;
+        let env = (e.env_arena, tables[1]);
+        let succ = if event.actor == ENV {
+            e.mem.derive(item.state, &[env])
+        } else {
+            e.mem
+                .derive(item.state, &[(e.arenas[event.actor], tables[0]), env])
+        };
+        e.mem.set_state_tag(succ, sum);
+        // Loaded, as a run's successor is (the reference `derive` gave
+        // goes to the frontier, as a capture's does).
+        e.mem.restore(succ);
+        let step = RawStep {
+            event,
+            choices: ranges.iter().map(|&(v, _)| v).collect(),
+            seed,
+        };
+        self.new_state(item, step, succ, fp);
+    }
+
+    /// After a cached run from `pre` whose successor `succ` was new and
+    /// captured: if the two differ only in the arenas the event could
+    /// write, the cache entry `key` keeps the successor's tables of those
+    /// arenas (see `cache`).
+    fn keep_successor(&mut self, pre: StateId, succ: StateId, event: Event, key: u128) {
+        let Some(cache) = &mut self.cache else {
+            return;
+        };
+        let e = &mut *self.engine;
+        let own = (event.actor != ENV).then(|| e.arenas[event.actor]);
+        let env = e.env_arena;
+        let others_same = (0..e.mem.arena_count()).map(ArenaId).all(|a| {
+            a == env || Some(a) == own || e.mem.table_of(pre, a) == e.mem.table_of(succ, a)
+        });
+        if !others_same {
+            return;
+        }
+        let tables = [
+            own.map_or(e.mem.table_of(succ, env), |a| e.mem.table_of(succ, a)),
+            e.mem.table_of(succ, env),
+        ];
+        if cache.attach(key, tables) {
+            for t in tables {
+                e.mem.keep_table(t);
+            }
+        }
+    }
+
+    /// Computes the key prefixes of `item`'s processes (see `cache`),
+    /// when the caches may answer for its events: they are on, the state
+    /// is isolated (its processes' code reads only their own arenas and
+    /// the environment's) and its fingerprint sum is known.
+    fn prepare_keys(&mut self, item: &Item) -> bool {
+        self.keyed = None;
+        if self.cache.is_none() {
+            return false;
+        }
         let e = &*self.engine;
-        if !e.mem.isolated(item.state) {
-            return None;
+        if !e.mem.isolated(item.state) || e.mem.state_tag(item.state).is_none() {
+            return false;
         }
         let env = e.mem.arena_sum(item.state, e.env_arena);
-        let own = if event.actor == ENV {
-            0
+        self.prefixes.clear();
+        for &arena in &e.arenas {
+            let own = e.mem.arena_sum(item.state, arena);
+            self.prefixes
+                .push(super::cache::Prefix::new(self.prefixes.len(), [own, env]));
+        }
+        self.prefixes.push(super::cache::Prefix::new(ENV, [0, env]));
+        self.keyed = Some(item.state);
+        true
+    }
+
+    /// The prefix of `actor`'s keys in the state being expanded.
+    fn prefix(&self, actor: usize) -> &super::cache::Prefix {
+        let at = if actor == ENV {
+            self.prefixes.len() - 1
         } else {
-            e.mem.arena_sum(item.state, e.arenas[event.actor])
+            actor
         };
-        Some(super::cache::TransitionCache::key(
-            event.actor,
+        &self.prefixes[at]
+    }
+
+    /// The enabled events of the state being expanded, if the guard cache
+    /// knows every process's (and the environment's), in the order
+    /// [`Engine::enabled_with_guards`] gives them.
+    fn known_events(&mut self) -> Option<Vec<Event>> {
+        let guards = self.guards.as_mut()?;
+        let actors = self.prefixes.len() - 1;
+        let mut events = Vec::with_capacity(2 * self.prefixes.len());
+        for (at, prefix) in self.prefixes.iter().enumerate() {
+            let mut enabled = guards.get(super::cache::GuardCache::key(prefix))?;
+            let actor = if at == actors { ENV } else { at };
+            while enabled != 0 {
+                let handler = enabled.trailing_zeros() as usize;
+                enabled &= enabled - 1;
+                events.push(Event { actor, handler });
+            }
+        }
+        Some(events)
+    }
+
+    /// Records the enabled events of the state being expanded, found by
+    /// its guards, in the guard cache.
+    fn remember_events(&mut self, events: &[Event]) {
+        let Some(guards) = &mut self.guards else {
+            return;
+        };
+        let actors = self.prefixes.len() - 1;
+        let mut enabled = vec![0u64; self.prefixes.len()];
+        for ev in events {
+            let at = if ev.actor == ENV { actors } else { ev.actor };
+            assert!(
+                ev.handler < 64,
+                "the guard cache is on only for at most 64 handlers"
+            );
+            enabled[at] |= 1 << ev.handler;
+        }
+        for (prefix, enabled) in self.prefixes.iter().zip(enabled) {
+            guards.insert(super::cache::GuardCache::key(prefix), enabled);
+        }
+    }
+
+    /// The transition cache's key of `event` from `item`, when the cache
+    /// may answer for it: the state's arenas point only into themselves,
+    /// so the event reads only its process's arena and the environment's
+    /// (see `cache`).
+    fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
+        if self.keyed != Some(item.state) {
+            return None;
+        }
+        Some(super::cache::TransitionCache::event_key(
+            self.prefix(event.actor),
             event.handler,
             script,
             seed,
-            [own, env],
         ))
     }
 

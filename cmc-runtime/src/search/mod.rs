@@ -74,6 +74,13 @@ struct Search<'e, 'm, P: Process> {
     last_print: crate::por::Footprint,
     /// The transition cache, when the search may use it (see `cache`).
     cache: Option<cache::TransitionCache>,
+    /// The guard cache, with the transition cache when there are at most
+    /// 64 handlers (see `cache::GuardCache`).
+    guards: Option<cache::GuardCache>,
+    /// The state whose processes' key prefixes `prefixes` holds (one per
+    /// process, then the environment's), if any.
+    keyed: Option<crate::memory::StateId>,
+    prefixes: Vec<cache::Prefix>,
 }
 
 /// The visited set: this process's own, or the one the workers of a
@@ -569,8 +576,14 @@ fn search<P: Process>(
             && engine.lazy_capture()
             && crate::identity::random::enabled())
         .then(|| cache::TransitionCache::new(cache::BYTES)),
+        guards: None,
+        keyed: None,
+        prefixes: Vec::new(),
         engine: &mut engine,
     };
+    if search.cache.is_some() && search.engine.handlers.len() <= 64 {
+        search.guards = Some(cache::GuardCache::new());
+    }
     let complete = if liveness_only {
         search.run_liveness_only();
         true
@@ -587,6 +600,12 @@ fn search<P: Process>(
         }
         complete
     };
+    if let Some(cache) = &mut search.cache {
+        // The pages only the cache kept are not the search's.
+        for t in cache.take_tables() {
+            search.engine.mem.drop_table(t);
+        }
+    }
     if let Some(e) = search.fatal.take() {
         return Err(e);
     }

@@ -670,6 +670,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.transitions += s.transitions;
         stats.replayed += s.replayed;
         stats.cached += s.cached;
+        stats.derived += s.derived;
         stats.max_depth = stats.max_depth.max(s.max_depth);
         stats.peak_frontier += s.peak_frontier;
         stats.pruned += s.pruned;

@@ -46,6 +46,7 @@ pub struct Found {
     pub unique: u64,
     pub transitions: u64,
     pub cached: u64,
+    pub derived: u64,
     pub verdict: Verdict,
     pub first_trace: Option<usize>,
 }
@@ -64,6 +65,7 @@ pub fn run<P: Process>(model: Model<P>) -> Found {
         unique: r.stats.unique,
         transitions: r.stats.transitions,
         cached: r.stats.cached,
+        derived: r.stats.derived,
         verdict: r.verdict,
         first_trace: r.violations.first().map(|v| v.trace.steps.len()),
     }
