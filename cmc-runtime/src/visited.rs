@@ -57,6 +57,21 @@ fn shard(fp: u64) -> usize {
     (fp >> 32) as usize % SHARDS
 }
 
+/// Asks the processor to load the cache line of `p` (a hint: it reads
+/// nothing the program sees and never faults, whatever the address).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch instruction has no effect on memory or on the
+    // program's state and cannot fault on any address; SSE is part of
+    // every x86-64 processor.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// A fingerprint as a table keeps it: 0 marks an empty slot (the key 0
 /// itself is kept apart, in [`Table::zero`]).
 trait Key: Copy + Eq + Default {
@@ -225,6 +240,15 @@ impl<K: Key> Table<K> {
         }
     }
 
+    /// Asks the processor to bring the slot where a lookup of `key`
+    /// starts into its cache.
+    fn prefetch(&self, key: K) {
+        let cap = self.slots.len();
+        if cap > 0 {
+            prefetch(self.slots.as_ptr().wrapping_add(Self::home(key, cap)));
+        }
+    }
+
     /// Adds `key`; true if it was not there.
     fn insert(&mut self, key: K) -> bool {
         if key == K::default() {
@@ -317,6 +341,17 @@ impl Visited {
         match self.width {
             FingerprintWidth::Bits128 => self.wide[shard(low)].insert(fp.0),
             _ => self.narrow[shard(low)].insert(low),
+        }
+    }
+
+    /// Starts bringing the memory a lookup of `fp` reads into the
+    /// processor's cache, so that several lookups can wait for memory at
+    /// once (a hint: it changes nothing).
+    pub fn prefetch(&self, fp: Fingerprint) {
+        let low = fp.0 as u64;
+        match self.width {
+            FingerprintWidth::Bits128 => self.wide[shard(low)].prefetch(fp.0),
+            _ => self.narrow[shard(low)].prefetch(low),
         }
     }
 
@@ -464,6 +499,18 @@ impl SharedVisited {
     /// allocated after it, where a match is still a fingerprint of the
     /// set. A two-word slot read while being written shows a zero or its
     /// own second word, so it can only fail to match.
+    /// [`Visited::prefetch`] for the shared set.
+    pub(crate) fn prefetch(&self, fp: Fingerprint) {
+        let (lo, _) = self.key(fp);
+        let s = (lo >> 32) as usize % SHARED_SHARDS;
+        let at = self.shard(s, AT).load(Ordering::Acquire) as usize;
+        let cap = self.shard(s, CAP).load(Ordering::Relaxed);
+        if cap > 0 {
+            let slot = at / 8 + (lo & (cap - 1)) as usize * self.slot_words;
+            prefetch(self.region.word(slot).as_ptr().cast_const());
+        }
+    }
+
     pub(crate) fn contains(&self, fp: Fingerprint) -> bool {
         let (lo, hi) = self.key(fp);
         let s = (lo >> 32) as usize % SHARED_SHARDS;

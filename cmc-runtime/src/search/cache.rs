@@ -161,14 +161,24 @@ impl TransitionCache {
         (key[0] ^ key[1]) as usize & (self.slots.len() - WAYS)
     }
 
-    /// The entry of `key`, if the cache has it.
-    pub(crate) fn get(&mut self, key: u128) -> Option<Hit> {
+    fn find(&self, key: u128) -> Option<&Slot> {
         let key = split(key);
-        let b = self.bucket(key);
-        let slot = self.slots[b..b + WAYS].iter().find(|s| s.key == key)?;
         if key == [0, 0] {
             return None;
         }
+        let b = self.bucket(key);
+        self.slots[b..b + WAYS].iter().find(|s| s.key == key)
+    }
+
+    /// The successor's fingerprint sum minus the pre-state's, if the cache
+    /// has an entry for `key` (a look that counts no hit).
+    pub(crate) fn delta(&self, key: u128) -> Option<u128> {
+        self.find(key).map(|s| join(s.delta))
+    }
+
+    /// The entry of `key`, if the cache has it.
+    pub(crate) fn get(&mut self, key: u128) -> Option<Hit> {
+        let slot = *self.find(key)?;
         self.hits += 1;
         Some(Hit {
             delta: join(slot.delta),

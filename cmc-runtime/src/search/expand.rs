@@ -126,6 +126,23 @@ impl<P: Process> Search<'_, '_, P> {
             }
             None => (0, None),
         };
+        // Each event's first run: its key, and the visited set's slot of
+        // a successor the cache knows, loaded for all events at once.
+        let mut first_keys = std::mem::take(&mut self.first_keys);
+        first_keys.clear();
+        if self.keyed == Some(item.state) {
+            let pre = self.engine.mem.state_tag(item.state);
+            for &event in &events {
+                let key = self.cache_key(item, event, &[], 0);
+                if let (Some(key), Some(pre), Some(cache)) = (key, pre, &self.cache) {
+                    if let Some(delta) = cache.delta(key) {
+                        let fp = self.engine.finish_sum(pre.wrapping_add(delta));
+                        self.visited.prefetch(fp);
+                    }
+                }
+                first_keys.push(key);
+            }
+        }
         for (i, event) in events.into_iter().enumerate() {
             let guard = guards.get(i).copied().unwrap_or_default();
             let mut print = Footprint::default();
@@ -163,7 +180,11 @@ impl<P: Process> Search<'_, '_, P> {
                         seed,
                         &script,
                     );
-                    let (ranges, drew_now, run) = self.transition(item, event, script, seed);
+                    let key = match first_keys.get(i) {
+                        Some(&key) if seed == 0 && script.is_empty() => key,
+                        _ => self.cache_key(item, event, &script, seed),
+                    };
+                    let (ranges, drew_now, run) = self.transition(item, event, script, seed, key);
                     drew |= drew_now;
                     print = print.merge(run);
                     match next_script(&ranges) {
@@ -184,6 +205,7 @@ impl<P: Process> Search<'_, '_, P> {
             }
         }
         self.engine.seed_base = None;
+        self.first_keys = first_keys;
     }
 
     /// Runs a transition again (`Model::determinism_runs` in all, each from
@@ -336,8 +358,9 @@ impl<P: Process> Search<'_, '_, P> {
         event: Event,
         script: Vec<usize>,
         seed: u32,
+        key: Option<u128>,
     ) -> (Vec<(usize, usize)>, bool, Footprint) {
-        let (ranges, drew) = self.transition_inner(item, event, script, seed);
+        let (ranges, drew) = self.transition_inner(item, event, script, seed, key);
         (ranges, drew, self.last_print)
     }
 
@@ -347,8 +370,8 @@ impl<P: Process> Search<'_, '_, P> {
         event: Event,
         script: Vec<usize>,
         seed: u32,
+        key: Option<u128>,
     ) -> (Vec<(usize, usize)>, bool) {
-        let key = self.cache_key(item, event, &script, seed);
         if let (Some(key), Some(cache)) = (key, &mut self.cache) {
             if let Some(hit) = cache.get(key) {
                 let e = &*self.engine;

@@ -81,6 +81,9 @@ struct Search<'e, 'm, P: Process> {
     /// process, then the environment's), if any.
     keyed: Option<crate::memory::StateId>,
     prefixes: Vec<cache::Prefix>,
+    /// The cache keys of the expanded state's events' first runs (kept
+    /// for its memory).
+    first_keys: Vec<Option<u128>>,
 }
 
 /// The visited set: this process's own, or the one the workers of a
@@ -100,6 +103,15 @@ impl Seen<'_> {
         match self {
             Seen::Local(v) => v.contains(fp),
             Seen::Shared(v, _) => v.contains(fp),
+        }
+    }
+
+    /// Starts loading what a lookup of `fp` reads (see
+    /// [`crate::visited::Visited::prefetch`]).
+    fn prefetch(&self, fp: crate::memory::Fingerprint) {
+        match self {
+            Seen::Local(v) => v.prefetch(fp),
+            Seen::Shared(v, _) => v.prefetch(fp),
         }
     }
 
@@ -579,6 +591,7 @@ fn search<P: Process>(
         guards: None,
         keyed: None,
         prefixes: Vec::new(),
+        first_keys: Vec::new(),
         engine: &mut engine,
     };
     if search.cache.is_some() && search.engine.handlers.len() <= 64 {
