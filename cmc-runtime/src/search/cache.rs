@@ -94,15 +94,24 @@ impl Prefix {
     }
 }
 
-/// What an entry says about a transition.
-pub(crate) struct Hit {
+/// What an entry says about a transition: a fact about its key, true
+/// whatever later happens to the entry.
+#[derive(Clone, Copy)]
+pub(crate) struct Fact {
     /// The successor's fingerprint sum minus the pre-state's.
     pub(crate) delta: u128,
+    choices: [(u16, u16); MAX_CHOICES],
+    len: u8,
+}
+
+impl Fact {
     /// The choices the run took, as (value, range).
-    pub(crate) choices: Vec<(usize, usize)>,
-    /// The successor's tables of the process's arena and of the
-    /// environment's, if the entry has them.
-    pub(crate) tables: Option<[TableId; 2]>,
+    pub(crate) fn choices(&self) -> Vec<(usize, usize)> {
+        self.choices[..usize::from(self.len)]
+            .iter()
+            .map(|&(v, n)| (usize::from(v), usize::from(n)))
+            .collect()
+    }
 }
 
 /// The cache (see the module documentation).
@@ -111,8 +120,6 @@ pub(crate) struct TransitionCache {
     /// The most slots the table may grow to.
     max_slots: usize,
     filled: usize,
-    /// Lookups that found an entry.
-    pub(crate) hits: u64,
 }
 
 impl TransitionCache {
@@ -125,7 +132,6 @@ impl TransitionCache {
             slots: vec![Slot::default(); MIN_SLOTS.min(max_slots)],
             max_slots,
             filled: 0,
-            hits: 0,
         }
     }
 
@@ -170,24 +176,22 @@ impl TransitionCache {
         self.slots[b..b + WAYS].iter().find(|s| s.key == key)
     }
 
-    /// The successor's fingerprint sum minus the pre-state's, if the cache
-    /// has an entry for `key` (a look that counts no hit).
-    pub(crate) fn delta(&self, key: u128) -> Option<u128> {
-        self.find(key).map(|s| join(s.delta))
+    /// What the cache knows about the transition with `key`, if anything.
+    pub(crate) fn get(&self, key: u128) -> Option<Fact> {
+        self.find(key).map(|slot| Fact {
+            delta: join(slot.delta),
+            choices: slot.choices,
+            len: slot.len,
+        })
     }
 
-    /// The entry of `key`, if the cache has it.
-    pub(crate) fn get(&mut self, key: u128) -> Option<Hit> {
-        let slot = *self.find(key)?;
-        self.hits += 1;
-        Some(Hit {
-            delta: join(slot.delta),
-            choices: slot.choices[..usize::from(slot.len)]
-                .iter()
-                .map(|&(v, n)| (usize::from(v), usize::from(n)))
-                .collect(),
-            tables: slot.has_tables.then(|| slot.tables.map(TableId)),
-        })
+    /// The successor's tables of the process's arena and of the
+    /// environment's, if the entry of `key` has them; they stay the
+    /// cache's.
+    pub(crate) fn tables(&self, key: u128) -> Option<[TableId; 2]> {
+        self.find(key)
+            .filter(|slot| slot.has_tables)
+            .map(|slot| slot.tables.map(TableId))
     }
 
     /// Gives the entry of `key` the successor's tables (see the module
@@ -375,7 +379,7 @@ mod tests {
         for (k, &key) in keys.iter().enumerate() {
             if let Some(hit) = c.get(key) {
                 assert_eq!(hit.delta, k as u128, "an entry is its own key's");
-                assert_eq!(hit.choices, vec![(k % 3, 3)]);
+                assert_eq!(hit.choices(), vec![(k % 3, 3)]);
                 found += 1;
             }
         }
@@ -385,8 +389,39 @@ mod tests {
             "found {found} of {}",
             keys.len()
         );
-        assert_eq!(c.hits, found as u64);
         assert!(c.get(12345).is_none(), "an unknown key misses");
+    }
+
+    #[test]
+    fn tables_are_kept_once_and_handed_back_when_an_entry_goes() {
+        // Two slots' worth: one bucket, so the fifth key overwrites.
+        let mut c = TransitionCache::new(4 * size_of::<Slot>());
+        let keys: Vec<u128> = (1..=5u64).map(|k| u128::from(k) << 70).collect();
+        let t = |k: u32| [TableId(k), TableId(k + 100)];
+        assert!(c.insert(keys[0], 1, &[]).is_none());
+        assert!(c.tables(keys[0]).is_none(), "no tables until attached");
+        assert!(c.attach(keys[0], t(1)));
+        assert_eq!(c.tables(keys[0]), Some(t(1)));
+        assert!(!c.attach(keys[0], t(2)), "an entry takes tables once");
+        assert!(!c.attach(keys[1], t(2)), "no entry, no tables");
+        assert_eq!(c.get(keys[0]).map(|f| f.delta), Some(1));
+        let mut handed = Vec::new();
+        for (i, &k) in keys.iter().enumerate().skip(1) {
+            handed.extend(c.insert(k, i as u128, &[]));
+            c.attach(k, t(10 * i as u32));
+        }
+        // Every table taken is handed back once: by an overwrite or by
+        // take_tables.
+        let mut all: Vec<u32> = handed.iter().flatten().map(|t| t.0).collect();
+        all.extend(c.take_tables().iter().map(|t| t.0));
+        all.sort_unstable();
+        let mut want: Vec<u32> = [1, 10, 20, 30, 40]
+            .iter()
+            .flat_map(|&k| [k, k + 100])
+            .collect();
+        want.sort_unstable();
+        assert_eq!(all, want);
+        assert!(c.take_tables().is_empty());
     }
 
     #[test]

@@ -134,13 +134,15 @@ impl<P: Process> Search<'_, '_, P> {
             let pre = self.engine.mem.state_tag(item.state);
             for &event in &events {
                 let key = self.cache_key(item, event, &[], 0);
+                let mut fact = None;
                 if let (Some(key), Some(pre), Some(cache)) = (key, pre, &self.cache) {
-                    if let Some(delta) = cache.delta(key) {
-                        let fp = self.engine.finish_sum(pre.wrapping_add(delta));
+                    fact = cache.get(key);
+                    if let Some(fact) = fact {
+                        let fp = self.engine.finish_sum(pre.wrapping_add(fact.delta));
                         self.visited.prefetch(fp);
                     }
                 }
-                first_keys.push(key);
+                first_keys.push((key, fact));
             }
         }
         for (i, event) in events.into_iter().enumerate() {
@@ -169,24 +171,20 @@ impl<P: Process> Search<'_, '_, P> {
                     if self.stop_requested() {
                         return;
                     }
-                    isolate::record_checking(
-                        item.node,
-                        if event.actor == ENV {
-                            u64::MAX
-                        } else {
-                            event.actor as u64
-                        },
-                        event.handler as u64,
-                        seed,
-                        &script,
-                    );
-                    let key = match first_keys.get(i) {
-                        Some(&key) if seed == 0 && script.is_empty() => key,
-                        _ => self.cache_key(item, event, &script, seed),
+                    let (key, fact) = match first_keys.get(i) {
+                        Some(&first) if seed == 0 && script.is_empty() => first,
+                        _ => {
+                            let key = self.cache_key(item, event, &script, seed);
+                            let fact = key.zip(self.cache.as_ref()).and_then(|(k, c)| c.get(k));
+                            (key, fact)
+                        }
                     };
-                    let (ranges, drew_now, run) = self.transition(item, event, script, seed, key);
+                    let (ranges, drew_now, run) =
+                        self.transition(item, event, script, seed, key, fact);
                     drew |= drew_now;
-                    print = print.merge(run);
+                    if self.sleep.is_some() {
+                        print = print.merge(run);
+                    }
                     match next_script(&ranges) {
                         Some(next) => script = next,
                         None => break,
@@ -359,11 +357,25 @@ impl<P: Process> Search<'_, '_, P> {
         script: Vec<usize>,
         seed: u32,
         key: Option<u128>,
+        fact: Option<super::cache::Fact>,
     ) -> (Vec<(usize, usize)>, bool, Footprint) {
-        let (ranges, drew) = self.transition_inner(item, event, script, seed, key);
+        let (ranges, drew) = self.transition_inner(item, event, script, seed, key, fact);
         (ranges, drew, self.last_print)
     }
 
+    /// Writes the transition about to be taken to the crash log.
+    fn record(item: &Item, event: Event, seed: u32, script: &[usize]) {
+        let actor = if event.actor == ENV {
+            u64::MAX
+        } else {
+            event.actor as u64
+        };
+        isolate::record_checking(item.node, actor, event.handler as u64, seed, script);
+    }
+
+    /// Runs `event` from `item` with `script` and `seed`, unless the
+    /// cache's `fact` about it (under `key`) makes that unnecessary.
+    #[allow(clippy::too_many_arguments)]
     fn transition_inner(
         &mut self,
         item: &Item,
@@ -371,31 +383,36 @@ impl<P: Process> Search<'_, '_, P> {
         script: Vec<usize>,
         seed: u32,
         key: Option<u128>,
+        fact: Option<super::cache::Fact>,
     ) -> (Vec<(usize, usize)>, bool) {
-        if let (Some(key), Some(cache)) = (key, &mut self.cache) {
-            if let Some(hit) = cache.get(key) {
-                let e = &*self.engine;
-                if let Some(pre) = e.mem.state_tag(item.state) {
-                    let sum = pre.wrapping_add(hit.delta);
-                    let fp = e.finish_sum(sum);
-                    if self.visited.contains(fp) {
-                        // Known: the run would change nothing the search
-                        // keeps (see `cache`).
-                        self.stats.transitions += 1;
-                        self.stats.generated += 1;
-                        self.stats.cached += 1;
-                        self.last_print = Footprint::default();
-                        return (hit.choices, false);
-                    }
-                    if let Some(tables) = hit.tables {
-                        // New, and the entry knows its contents: built
-                        // from them, not run (see `cache`).
-                        self.derived(item, event, &hit.choices, seed, tables, sum, fp);
-                        return (hit.choices, false);
-                    }
+        if let (Some(key), Some(fact)) = (key, fact) {
+            let e = &*self.engine;
+            if let Some(pre) = e.mem.state_tag(item.state) {
+                let sum = pre.wrapping_add(fact.delta);
+                let fp = e.finish_sum(sum);
+                if self.visited.contains(fp) {
+                    // Known: the run would change nothing the search
+                    // keeps (see `cache`).
+                    self.stats.transitions += 1;
+                    self.stats.generated += 1;
+                    self.stats.cached += 1;
+                    self.last_print = Footprint::default();
+                    return (fact.choices(), false);
+                }
+                let tables = self.cache.as_ref().and_then(|c| c.tables(key));
+                if let Some(tables) = tables {
+                    // New, and the entry knows its contents: built from
+                    // them, not run (see `cache`).
+                    let choices = fact.choices();
+                    // What the crash log names if the successor's checks
+                    // crash, as after a run.
+                    Self::record(item, event, seed, &script);
+                    self.derived(item, event, &choices, seed, tables, sum, fp);
+                    return (choices, false);
                 }
             }
         }
+        Self::record(item, event, seed, &script);
         let e = &mut *self.engine;
         e.mem.restore(item.state);
         let mut outcome = e.run(event, script, seed, false, item.state);
