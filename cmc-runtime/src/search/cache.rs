@@ -107,6 +107,9 @@ pub(crate) struct Fact {
 impl Fact {
     /// The choices the run took, as (value, range).
     pub(crate) fn choices(&self) -> Vec<(usize, usize)> {
+        if self.len == 0 {
+            return Vec::new();
+        }
         self.choices[..usize::from(self.len)]
             .iter()
             .map(|&(v, n)| (usize::from(v), usize::from(n)))

@@ -18,6 +18,15 @@ use super::sleep::Sleeper;
 use super::Search;
 use crate::por::Footprint;
 
+/// A transition the transition cache knows: its fact, and the
+/// successor's fingerprint sum and fingerprint from the expanded state.
+#[derive(Clone, Copy)]
+pub(super) struct Known {
+    fact: super::cache::Fact,
+    sum: u128,
+    fp: Fingerprint,
+}
+
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn expand(&mut self, item: &Item) {
         // With the caches, the state is loaded only when an event has to
@@ -134,15 +143,14 @@ impl<P: Process> Search<'_, '_, P> {
             let pre = self.engine.mem.state_tag(item.state);
             for &event in &events {
                 let key = self.cache_key(item, event, &[], 0);
-                let mut fact = None;
+                let mut known = None;
                 if let (Some(key), Some(pre), Some(cache)) = (key, pre, &self.cache) {
-                    fact = cache.get(key);
-                    if let Some(fact) = fact {
-                        let fp = self.engine.finish_sum(pre.wrapping_add(fact.delta));
-                        self.visited.prefetch(fp);
+                    known = cache.get(key).map(|fact| self.known(pre, fact));
+                    if let Some(k) = known {
+                        self.visited.prefetch(k.fp);
                     }
                 }
-                first_keys.push((key, fact));
+                first_keys.push((key, known));
             }
         }
         for (i, event) in events.into_iter().enumerate() {
@@ -171,16 +179,22 @@ impl<P: Process> Search<'_, '_, P> {
                     if self.stop_requested() {
                         return;
                     }
-                    let (key, fact) = match first_keys.get(i) {
+                    let (key, known) = match first_keys.get(i) {
                         Some(&first) if seed == 0 && script.is_empty() => first,
                         _ => {
                             let key = self.cache_key(item, event, &script, seed);
-                            let fact = key.zip(self.cache.as_ref()).and_then(|(k, c)| c.get(k));
-                            (key, fact)
+                            let pre = self.engine.mem.state_tag(item.state);
+                            let known = match (key, pre, &self.cache) {
+                                (Some(k), Some(pre), Some(c)) => {
+                                    c.get(k).map(|fact| self.known(pre, fact))
+                                }
+                                _ => None,
+                            };
+                            (key, known)
                         }
                     };
                     let (ranges, drew_now, run) =
-                        self.transition(item, event, script, seed, key, fact);
+                        self.transition(item, event, script, seed, key, known);
                     drew |= drew_now;
                     if self.sleep.is_some() {
                         print = print.merge(run);
@@ -357,9 +371,9 @@ impl<P: Process> Search<'_, '_, P> {
         script: Vec<usize>,
         seed: u32,
         key: Option<u128>,
-        fact: Option<super::cache::Fact>,
+        known: Option<Known>,
     ) -> (Vec<(usize, usize)>, bool, Footprint) {
-        let (ranges, drew) = self.transition_inner(item, event, script, seed, key, fact);
+        let (ranges, drew) = self.transition_inner(item, event, script, seed, key, known);
         (ranges, drew, self.last_print)
     }
 
@@ -373,8 +387,19 @@ impl<P: Process> Search<'_, '_, P> {
         isolate::record_checking(item.node, actor, event.handler as u64, seed, script);
     }
 
-    /// Runs `event` from `item` with `script` and `seed`, unless the
-    /// cache's `fact` about it (under `key`) makes that unnecessary.
+    /// What the cache's `fact` says about a transition from a state whose
+    /// fingerprint sum is `pre`.
+    fn known(&self, pre: u128, fact: super::cache::Fact) -> Known {
+        let sum = pre.wrapping_add(fact.delta);
+        Known {
+            fact,
+            sum,
+            fp: self.engine.finish_sum(sum),
+        }
+    }
+
+    /// Runs `event` from `item` with `script` and `seed`, unless what the
+    /// cache knows about it (under `key`) makes that unnecessary.
     #[allow(clippy::too_many_arguments)]
     fn transition_inner(
         &mut self,
@@ -383,33 +408,28 @@ impl<P: Process> Search<'_, '_, P> {
         script: Vec<usize>,
         seed: u32,
         key: Option<u128>,
-        fact: Option<super::cache::Fact>,
+        known: Option<Known>,
     ) -> (Vec<(usize, usize)>, bool) {
-        if let (Some(key), Some(fact)) = (key, fact) {
-            let e = &*self.engine;
-            if let Some(pre) = e.mem.state_tag(item.state) {
-                let sum = pre.wrapping_add(fact.delta);
-                let fp = e.finish_sum(sum);
-                if self.visited.contains(fp) {
-                    // Known: the run would change nothing the search
-                    // keeps (see `cache`).
-                    self.stats.transitions += 1;
-                    self.stats.generated += 1;
-                    self.stats.cached += 1;
-                    self.last_print = Footprint::default();
-                    return (fact.choices(), false);
-                }
-                let tables = self.cache.as_ref().and_then(|c| c.tables(key));
-                if let Some(tables) = tables {
-                    // New, and the entry knows its contents: built from
-                    // them, not run (see `cache`).
-                    let choices = fact.choices();
-                    // What the crash log names if the successor's checks
-                    // crash, as after a run.
-                    Self::record(item, event, seed, &script);
-                    self.derived(item, event, &choices, seed, tables, sum, fp);
-                    return (choices, false);
-                }
+        if let (Some(key), Some(Known { fact, sum, fp })) = (key, known) {
+            if self.visited.contains(fp) {
+                // Known: the run would change nothing the search
+                // keeps (see `cache`).
+                self.stats.transitions += 1;
+                self.stats.generated += 1;
+                self.stats.cached += 1;
+                self.last_print = Footprint::default();
+                return (fact.choices(), false);
+            }
+            let tables = self.cache.as_ref().and_then(|c| c.tables(key));
+            if let Some(tables) = tables {
+                // New, and the entry knows its contents: built from
+                // them, not run (see `cache`).
+                let choices = fact.choices();
+                // What the crash log names if the successor's checks
+                // crash, as after a run.
+                Self::record(item, event, seed, &script);
+                self.derived(item, event, &choices, seed, tables, sum, fp);
+                return (choices, false);
             }
         }
         Self::record(item, event, seed, &script);

@@ -83,7 +83,7 @@ struct Search<'e, 'm, P: Process> {
     prefixes: Vec<cache::Prefix>,
     /// The cache keys of the expanded state's events' first runs (kept
     /// for its memory).
-    first_keys: Vec<(Option<u128>, Option<cache::Fact>)>,
+    first_keys: Vec<(Option<u128>, Option<expand::Known>)>,
 }
 
 /// The visited set: this process's own, or the one the workers of a
