@@ -1154,19 +1154,19 @@ impl Memory {
     }
 
     fn restore_arena(&mut self, a: usize, from: u32, to: u32, synced: bool) {
-        let (from_used, to_used) = (self.tables.get(from).used, self.tables.get(to).used);
-        let (from_np, to_np) = (pages_of(from_used), pages_of(to_used));
-        let mode = Self::choose_mode(&self.arenas[a], to_np);
         let rt = &self.arenas[a];
-        if rt.all_writable
+        if from == to
+            && rt.all_writable
             && rt.mode == Mode::Scan
-            && mode == Mode::Scan
-            && from == to
             && (synced || self.pending_for(a).is_some_and(|p| p.is_empty()))
+            && Self::choose_mode(rt, pages_of(self.tables.get(to).used)) == Mode::Scan
         {
             // Memory holds `to` already, and scan mode arms nothing.
             return;
         }
+        let (from_used, to_used) = (self.tables.get(from).used, self.tables.get(to).used);
+        let (from_np, to_np) = (pages_of(from_used), pages_of(to_used));
+        let mode = Self::choose_mode(&self.arenas[a], to_np);
         let ctl_ptr = self.arenas[a].arena.ctl_ptr();
         // SAFETY: the control block is boxed inside the arena, which `self`
         // owns and this method does not drop, so it outlives this reference

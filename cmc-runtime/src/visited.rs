@@ -292,14 +292,53 @@ impl<K: Key> Table<K> {
         }
     }
 
-    /// Moves every key into a table half as large again.
+    /// Moves every key into a table a quarter larger.
+    ///
+    /// A key's home slot grows with the key, so a Robin Hood table holds
+    /// its keys in the order of their homes, beginning where a run of
+    /// keys does not continue from the end of the table (the keys before
+    /// that wrapped around). Copied in that order, each key goes to its new
+    /// home or, if that is taken, to the slot after the last key copied:
+    /// the layout Robin Hood insertion gives sorted keys, built without
+    /// probing. Keys that shared an old home may come in the wrong order
+    /// for their new ones, and keys that would run past the end of the
+    /// table have no slot ahead: those are placed as usual.
     fn grow(&mut self) {
         let cap = (self.slots.len() + self.slots.len() / 4).max(FIRST_TABLE_SLOTS);
         let old = std::mem::replace(&mut self.slots, Slots::new(cap));
-        for &key in old.iter() {
-            if key != K::default() {
-                self.place(key);
+        let old_cap = old.len();
+        // The keys at the start that wrapped around from the end: each
+        // sits before its home.
+        let wrapped = old
+            .iter()
+            .enumerate()
+            .take_while(|&(i, &k)| k != K::default() && Self::home(k, old_cap) > i)
+            .count();
+        // Every slot from the home of the last key copied in order up to
+        // `next` is taken.
+        let (mut next, mut last_home) = (0, 0);
+        let mut late = Vec::new();
+        for &key in old[wrapped..].iter().chain(&old[..wrapped]) {
+            if key == K::default() {
+                continue;
             }
+            let home = Self::home(key, cap);
+            let at = home.max(next);
+            if home < last_home {
+                self.place(key);
+                // Its displacement chain ended in the first free slot.
+                while next < cap && self.slots[next] != K::default() {
+                    next += 1;
+                }
+            } else if at < cap {
+                self.slots[at] = key;
+                (next, last_home) = (at + 1, home);
+            } else {
+                late.push(key);
+            }
+        }
+        for key in late {
+            self.place(key);
         }
     }
 
@@ -652,6 +691,21 @@ mod tests {
                 table.len * 10 <= table.slots.len() * 9,
                 "at most nine tenths full"
             );
+            // The Robin Hood order: along a run, a key is at most one slot
+            // further from home than the key before it.
+            let cap = table.slots.len();
+            for i in 0..cap {
+                let (a, b) = (table.slots[i], table.slots[(i + 1) % cap]);
+                if b != 0 {
+                    let db = Table::<u64>::distance(b, (i + 1) % cap, cap);
+                    let da = if a == 0 {
+                        0
+                    } else {
+                        Table::<u64>::distance(a, i, cap) + 1
+                    };
+                    assert!(db <= da, "{kind}: slot {} is out of order", i + 1);
+                }
+            }
         }
     }
 
