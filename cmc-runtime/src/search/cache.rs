@@ -77,10 +77,12 @@ fn join(x: [u64; 2]) -> u128 {
 }
 
 /// What the keys of one process's events (and of its guards) in one
-/// state start from: the process, and the contents (table sums) of its
-/// arena and the environment's, the arenas its code can read.
+/// state come from: a 128-bit hash of the process and the contents (table
+/// sums) of its arena and the environment's, the arenas its code can read.
+/// It is the guard cache's key; an event's key is it combined with the
+/// event's own hash (see [`TransitionCache::event_key`]).
 #[derive(Clone, Copy)]
-pub(crate) struct Prefix(FoldStream);
+pub(crate) struct Prefix(u128);
 
 impl Prefix {
     pub(crate) fn new(actor: usize, sums: [u128; 2]) -> Self {
@@ -90,7 +92,7 @@ impl Prefix {
             h.word(s as u64);
             h.word((s >> 64) as u64);
         }
-        Prefix(h)
+        Prefix(h.finish128())
     }
 }
 
@@ -149,13 +151,26 @@ impl TransitionCache {
         seed: u32,
         sums: [u128; 2],
     ) -> u128 {
-        Self::event_key(&Prefix::new(actor, sums), handler, script, seed)
+        Self::event_key(
+            &Prefix::new(actor, sums),
+            Self::event_hash(handler, script, seed),
+        )
     }
 
     /// [`TransitionCache::key`] from the part all events of the process
-    /// share in one state.
-    pub(crate) fn event_key(prefix: &Prefix, handler: usize, script: &[usize], seed: u32) -> u128 {
-        let mut h = prefix.0;
+    /// share in one state and the event's own hash
+    /// ([`TransitionCache::event_hash`]). Two keys are the same only if
+    /// the prefixes differ exactly as the event hashes do: both are
+    /// 128-bit hashes, so that is as likely as any other collision of
+    /// them.
+    pub(crate) fn event_key(prefix: &Prefix, event_hash: u128) -> u128 {
+        prefix.0 ^ event_hash
+    }
+
+    /// The hash of an event's handler, choice script and random-seed
+    /// variant (its process is in the prefix).
+    pub(crate) fn event_hash(handler: usize, script: &[usize], seed: u32) -> u128 {
+        let mut h = FoldStream::default();
         h.word(handler as u64);
         h.word(u64::from(seed));
         h.word(script.len() as u64);
@@ -326,12 +341,10 @@ impl GuardCache {
         }
     }
 
-    /// The key of a process's guards in a state (`prefix`, as its events'
-    /// keys start): a domain of its own.
+    /// The key of a process's guards in a state: the prefix of its
+    /// events' keys (this table is apart from theirs).
     pub(crate) fn key(prefix: &Prefix) -> u128 {
-        let mut h = prefix.0;
-        h.word(u64::MAX);
-        h.finish128()
+        prefix.0
     }
 
     fn bucket(key: [u64; 2]) -> usize {
@@ -471,12 +484,12 @@ mod tests {
             .count();
         assert!(found > 250, "found {found} of 300");
         assert!(g.get(GuardCache::key(&Prefix::new(9, [0, 0]))).is_none());
-        // A guard key is not the key of any event of the same process.
-        let p = Prefix::new(1, [2, 3]);
-        assert_ne!(
-            GuardCache::key(&p),
-            TransitionCache::event_key(&p, usize::MAX, &[], u32::MAX)
-        );
+        // Keys differ with the process and with either arena.
+        let p = GuardCache::key(&Prefix::new(1, [2, 3]));
+        assert_ne!(p, GuardCache::key(&Prefix::new(2, [2, 3])));
+        assert_ne!(p, GuardCache::key(&Prefix::new(1, [3, 3])));
+        assert_ne!(p, GuardCache::key(&Prefix::new(1, [2, 2])));
+        assert_ne!(p, GuardCache::key(&Prefix::new(1, [3, 2])));
     }
 
     #[test]

@@ -805,11 +805,13 @@ impl<P: Process> Search<'_, '_, P> {
         if self.keyed != Some(item.state) {
             return None;
         }
+        let hash = match self.plain_events.get(event.handler) {
+            Some(&h) if script.is_empty() && seed == 0 => h,
+            _ => super::cache::TransitionCache::event_hash(event.handler, script, seed),
+        };
         Some(super::cache::TransitionCache::event_key(
             self.prefix(event.actor),
-            event.handler,
-            script,
-            seed,
+            hash,
         ))
     }
 

@@ -58,6 +58,8 @@ struct Search<'e, 'm, P: Process> {
     seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
     start: Instant,
     last_progress: Instant,
+    /// Calls of `maybe_report_progress`.
+    progress_ticks: u32,
     /// An error that ends the search without a result.
     fatal: Option<CheckError>,
     /// Set by a violation after which the search cannot go on, even with
@@ -81,6 +83,9 @@ struct Search<'e, 'm, P: Process> {
     /// process, then the environment's), if any.
     keyed: Option<crate::memory::StateId>,
     prefixes: Vec<cache::Prefix>,
+    /// The hash of each handler's event with no choices and the first
+    /// random seed (see `cache::TransitionCache::event_hash`).
+    plain_events: Vec<u128>,
     /// The cache keys of the expanded state's events' first runs (kept
     /// for its memory).
     first_keys: Vec<(Option<u128>, Option<expand::Known>)>,
@@ -369,7 +374,12 @@ impl<P: Process> Search<'_, '_, P> {
             par.coord
                 .publish(par.worker, &self.stats, self.frontier.len());
         }
-        if self.last_progress.elapsed() < crate::progress::interval() {
+        // The clock is read every sixteenth call (a call is a state
+        // expanded).
+        self.progress_ticks = self.progress_ticks.wrapping_add(1);
+        if self.progress_ticks % 16 != 0
+            || self.last_progress.elapsed() < crate::progress::interval()
+        {
             return;
         }
         self.last_progress = Instant::now();
@@ -575,6 +585,7 @@ fn search<P: Process>(
         seen_violations: HashSet::new(),
         start,
         last_progress: start,
+        progress_ticks: 0,
         fatal: None,
         halted: false,
         sleep: (model.por && par.is_none()).then(|| sleep::SleepSets::new(model.network.capacity)),
@@ -591,6 +602,9 @@ fn search<P: Process>(
         guards: None,
         keyed: None,
         prefixes: Vec::new(),
+        plain_events: (0..engine.handlers.len().max(crate::engine::ENV_EVENTS.len()))
+            .map(|h| cache::TransitionCache::event_hash(h, &[], 0))
+            .collect(),
         first_keys: Vec::new(),
         engine: &mut engine,
     };
