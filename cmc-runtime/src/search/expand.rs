@@ -715,10 +715,14 @@ impl<P: Process> Search<'_, '_, P> {
             own.map_or(e.mem.table_of(succ, env), |a| e.mem.table_of(succ, a)),
             e.mem.table_of(succ, env),
         ];
-        if cache.attach(key, tables) {
+        let (taken, dropped) = cache.attach(key, tables);
+        if taken {
             for t in tables {
                 e.mem.keep_table(t);
             }
+        }
+        for t in dropped.into_iter().flatten() {
+            e.mem.drop_table(t);
         }
     }
 
