@@ -170,6 +170,8 @@ struct Table {
     tag: Option<u128>,
     /// How many of its pages hold a word that points into another arena.
     foreign: u32,
+    /// A 128-bit hash of the arena and `sum` (see [`Memory::arena_key`]).
+    key: u128,
 }
 
 #[derive(Debug)]
@@ -470,6 +472,17 @@ impl Memory {
         self.tables
             .get(self.states.get(state.0).tables[arena.0])
             .sum
+    }
+
+    /// A 128-bit hash of `arena` and its contents in `state` (of its index
+    /// and [`Memory::arena_sum`]), computed once per stored table: it
+    /// names the arena's bytes as the sum does, and it is a hash, so keys
+    /// combined from several of them by exclusive or collide no more than
+    /// hashes do.
+    pub fn arena_key(&self, state: StateId, arena: ArenaId) -> u128 {
+        self.tables
+            .get(self.states.get(state.0).tables[arena.0])
+            .key
     }
 
     /// The tag set on `arena`'s contents in `state` by [`Memory::set_tag`],
@@ -1072,12 +1085,17 @@ impl Memory {
                 foreign -= alien(&self.pages, before);
             }
         }
+        let mut key = hash::FoldStream::default();
+        key.word(a as u64);
+        key.word(sum as u64);
+        key.word((sum >> 64) as u64);
         self.tables.insert(Table {
             used,
             sum,
             chunks: chunks.into(),
             tag: None,
             foreign,
+            key: key.finish128(),
         })
     }
 

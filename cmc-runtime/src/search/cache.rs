@@ -10,9 +10,11 @@
 //! a function of those two arenas' bytes, the event, the choice script and
 //! the random-seed variant — as long as it draws no randomness (whose seed
 //! comes from the whole state, `identity::random`), so a run that drew is
-//! never cached. The bytes of an arena are named by its table's sum (the
-//! 128-bit sum of its page hashes, a content hash like the fingerprint
-//! itself). The successor's fingerprint sum differs from the pre-state's by
+//! never cached. The bytes of an arena are named by a hash of its table's
+//! sum (the 128-bit sum of its page hashes, a content hash like the
+//! fingerprint itself) and its index, kept with the table
+//! (`Memory::arena_key`); see [`Prefix`] for how keys combine them. The
+//! successor's fingerprint sum differs from the pre-state's by
 //! the change of those two arenas' components, which the same bytes
 //! determine: that difference, and the choices the run offered (the search
 //! enumerates the scripts from them), are what an entry keeps.
@@ -84,22 +86,27 @@ fn join(x: [u64; 2]) -> u128 {
 }
 
 /// What the keys of one process's events (and of its guards) in one
-/// state come from: a 128-bit hash of the process and the contents (table
-/// sums) of its arena and the environment's, the arenas its code can read.
-/// It is the guard cache's key; an event's key is it combined with the
-/// event's own hash (see [`TransitionCache::event_key`]).
+/// state come from: the contents of its arena and the environment's, the
+/// arenas its code can read, each named by a 128-bit hash of the arena and
+/// its contents (`Memory::arena_key`; the arena says which process). It
+/// is the exclusive or of the two, the environment's rotated (so that
+/// the pair is ordered); the environment's own events use a constant for
+/// the missing arena. It is the guard cache's key; an event's key is it
+/// combined with the event's own hash (see [`TransitionCache::event_key`]).
+/// Keys built by exclusive or from independent hashes are equal for
+/// different inputs only if those hashes happen to cancel, as likely as
+/// any collision of 128-bit hashes.
 #[derive(Clone, Copy)]
 pub(crate) struct Prefix(u128);
 
+/// What stands for the process arena in the prefix of environment events.
+const NO_ARENA: u128 = 0x6a09_e667_f3bc_c908_b2fb_1366_ea95_7d3b;
+
 impl Prefix {
-    pub(crate) fn new(actor: usize, sums: [u128; 2]) -> Self {
-        let mut h = FoldStream::default();
-        h.word(actor as u64);
-        for s in sums {
-            h.word(s as u64);
-            h.word((s >> 64) as u64);
-        }
-        Prefix(h.finish128())
+    /// The prefix of a process with these arena keys (`own` is `None` for
+    /// the environment).
+    pub(crate) fn new(own: Option<u128>, env: u128) -> Self {
+        Prefix(own.unwrap_or(NO_ARENA) ^ env.rotate_left(64))
     }
 }
 
@@ -155,18 +162,11 @@ impl TransitionCache {
     }
 
     /// The key of a transition: the event, the choice script, the
-    /// random-seed variant, and the contents (table sums) of the arenas it
-    /// can read.
+    /// random-seed variant, and the keys of the arenas it can read.
     #[cfg(test)]
-    pub(crate) fn key(
-        actor: usize,
-        handler: usize,
-        script: &[usize],
-        seed: u32,
-        sums: [u128; 2],
-    ) -> u128 {
+    pub(crate) fn key(handler: usize, script: &[usize], seed: u32, arenas: [u128; 2]) -> u128 {
         Self::event_key(
-            &Prefix::new(actor, sums),
+            &Prefix::new(Some(arenas[0]), arenas[1]),
             Self::event_hash(handler, script, seed),
         )
     }
@@ -414,11 +414,36 @@ impl GuardCache {
 mod tests {
     use super::*;
 
+    /// An arena key as `Memory::arena_key` makes them: a hash of an arena
+    /// and its contents.
+    fn arena(a: usize, sum: u128) -> u128 {
+        let mut h = FoldStream::default();
+        h.word(a as u64);
+        h.word(sum as u64);
+        h.word((sum >> 64) as u64);
+        h.finish128()
+    }
+
+    /// The key of `handler` of process `actor` (arena `actor`, the
+    /// environment arena 99) whose arenas have these sums.
+    fn key5(actor: usize, handler: usize, script: &[usize], seed: u32, sums: [u128; 2]) -> u128 {
+        TransitionCache::key(
+            handler,
+            script,
+            seed,
+            [arena(actor, sums[0]), arena(99, sums[1])],
+        )
+    }
+
+    fn prefix(actor: usize, sums: [u128; 2]) -> Prefix {
+        Prefix::new(Some(arena(actor, sums[0])), arena(99, sums[1]))
+    }
+
     #[test]
     fn finds_what_it_was_given_and_grows_without_losing_it() {
         let mut c = TransitionCache::new(1 << 20);
         let keys: Vec<u128> = (0..5000u64)
-            .map(|k| TransitionCache::key(k as usize % 7, 3, &[k as usize], 0, [k.into(), 9]))
+            .map(|k| key5(k as usize % 7, 3, &[k as usize], 0, [k.into(), 9]))
             .collect();
         for (k, &key) in keys.iter().enumerate() {
             c.insert(key, k as u128, &[(k % 3, 3)]);
@@ -487,7 +512,7 @@ mod tests {
     fn only_the_latest_attachments_keep_their_tables() {
         let mut c = TransitionCache::new(1 << 20);
         let keys: Vec<u128> = (1..=(MAX_ATTACHED as u64 + 10))
-            .map(|k| TransitionCache::key(0, 0, &[], 0, [k.into(), 0]))
+            .map(|k| key5(0, 0, &[], 0, [k.into(), 0]))
             .collect();
         let mut dropped = Vec::new();
         for (i, &k) in keys.iter().enumerate() {
@@ -508,7 +533,7 @@ mod tests {
     fn stays_within_its_bytes() {
         let mut c = TransitionCache::new(64 << 10);
         for k in 0..100_000u64 {
-            c.insert(TransitionCache::key(0, 0, &[], 0, [k.into(), 0]), 1, &[]);
+            c.insert(key5(0, 0, &[], 0, [k.into(), 0]), 1, &[]);
         }
         assert!(c.slots.len() * size_of::<Slot>() <= 64 << 10);
         assert_eq!(size_of::<Slot>(), 56);
@@ -516,16 +541,16 @@ mod tests {
 
     #[test]
     fn keys_differ_in_every_component() {
-        let base = TransitionCache::key(1, 2, &[0], 0, [3, 4]);
+        let base = key5(1, 2, &[0], 0, [3, 4]);
         let others = [
-            TransitionCache::key(2, 2, &[0], 0, [3, 4]),
-            TransitionCache::key(1, 3, &[0], 0, [3, 4]),
-            TransitionCache::key(1, 2, &[1], 0, [3, 4]),
-            TransitionCache::key(1, 2, &[0, 0], 0, [3, 4]),
-            TransitionCache::key(1, 2, &[], 0, [3, 4]),
-            TransitionCache::key(1, 2, &[0], 1, [3, 4]),
-            TransitionCache::key(1, 2, &[0], 0, [4, 3]),
-            TransitionCache::key(1, 2, &[0], 0, [3 << 64, 4]),
+            key5(2, 2, &[0], 0, [3, 4]),
+            key5(1, 3, &[0], 0, [3, 4]),
+            key5(1, 2, &[1], 0, [3, 4]),
+            key5(1, 2, &[0, 0], 0, [3, 4]),
+            key5(1, 2, &[], 0, [3, 4]),
+            key5(1, 2, &[0], 1, [3, 4]),
+            key5(1, 2, &[0], 0, [4, 3]),
+            key5(1, 2, &[0], 0, [3 << 64, 4]),
         ];
         for o in others {
             assert_ne!(o, base);
@@ -536,7 +561,7 @@ mod tests {
     fn guard_entries_are_found_under_their_own_key_only() {
         let mut g = GuardCache::new();
         let keys: Vec<u128> = (0..300u64)
-            .map(|k| GuardCache::key(&Prefix::new(k as usize % 5, [k.into(), 1])))
+            .map(|k| GuardCache::key(&prefix(k as usize % 5, [k.into(), 1])))
             .collect();
         for (k, &key) in keys.iter().enumerate() {
             g.insert(key, k as u64);
@@ -547,13 +572,13 @@ mod tests {
             .filter(|&(k, &key)| g.get(key).inspect(|&m| assert_eq!(m, k as u64)).is_some())
             .count();
         assert!(found > 250, "found {found} of 300");
-        assert!(g.get(GuardCache::key(&Prefix::new(9, [0, 0]))).is_none());
+        assert!(g.get(GuardCache::key(&prefix(9, [0, 0]))).is_none());
         // Keys differ with the process and with either arena.
-        let p = GuardCache::key(&Prefix::new(1, [2, 3]));
-        assert_ne!(p, GuardCache::key(&Prefix::new(2, [2, 3])));
-        assert_ne!(p, GuardCache::key(&Prefix::new(1, [3, 3])));
-        assert_ne!(p, GuardCache::key(&Prefix::new(1, [2, 2])));
-        assert_ne!(p, GuardCache::key(&Prefix::new(1, [3, 2])));
+        let p = GuardCache::key(&prefix(1, [2, 3]));
+        assert_ne!(p, GuardCache::key(&prefix(2, [2, 3])));
+        assert_ne!(p, GuardCache::key(&prefix(1, [3, 3])));
+        assert_ne!(p, GuardCache::key(&prefix(1, [2, 2])));
+        assert_ne!(p, GuardCache::key(&prefix(1, [3, 2])));
     }
 
     #[test]

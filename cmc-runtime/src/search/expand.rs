@@ -739,14 +739,14 @@ impl<P: Process> Search<'_, '_, P> {
         if !e.mem.isolated(item.state) || e.mem.state_tag(item.state).is_none() {
             return false;
         }
-        let env = e.mem.arena_sum(item.state, e.env_arena);
+        let env = e.mem.arena_key(item.state, e.env_arena);
         self.prefixes.clear();
         for &arena in &e.arenas {
-            let own = e.mem.arena_sum(item.state, arena);
+            let own = e.mem.arena_key(item.state, arena);
             self.prefixes
-                .push(super::cache::Prefix::new(self.prefixes.len(), [own, env]));
+                .push(super::cache::Prefix::new(Some(own), env));
         }
-        self.prefixes.push(super::cache::Prefix::new(ENV, [0, env]));
+        self.prefixes.push(super::cache::Prefix::new(None, env));
         self.keyed = Some(item.state);
         true
     }
