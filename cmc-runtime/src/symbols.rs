@@ -13,17 +13,46 @@ use std::ffi::CStr;
 /// with debug information that is tens of megabytes, and the peak resident
 /// memory of the search would count it.
 fn symbols(kind: u8, mut each: impl FnMut(&[u8], usize, usize) -> bool) -> Option<()> {
-    use std::os::unix::fs::FileExt;
+    use std::os::fd::AsRawFd;
     let file = std::fs::File::open("/proc/self/exe").ok()?;
-    let file_len = file.metadata().ok()?.len() as usize;
-    let read = |at: usize, len: usize| -> Option<Vec<u8>> {
-        if at.checked_add(len)? > file_len {
-            return None;
-        }
-        let mut buf = vec![0u8; len];
-        file.read_exact_at(&mut buf, at as u64).ok()?;
-        Some(buf)
+    let file_len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if file_len == 0 {
+        return None;
+    }
+    // The file is read through a private read-only mapping, not copied to
+    // the heap: the symbol and string tables are large (hundreds of KiB),
+    // and heap buffers that size would leave the checker's heap (and the
+    // resident memory of every search forked from it) that much larger.
+    // SAFETY: a fresh read-only private mapping of an open file; it is
+    // unmapped by `Unmap` below, after the last use of the slice.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            file_len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        )
     };
+    if base == libc::MAP_FAILED {
+        return None;
+    }
+    struct Unmap(*mut libc::c_void, usize);
+    impl Drop for Unmap {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made above, of this length, no longer
+            // borrowed (`bytes` is declared after this guard, so it is
+            // dropped first).
+            unsafe { libc::munmap(self.0, self.1) };
+        }
+    }
+    let _unmap = Unmap(base, file_len);
+    // SAFETY: `file_len` readable bytes at `base`, alive until `_unmap`
+    // drops. The executable is not rewritten while it runs (a rebuild
+    // replaces the file, leaving this inode as it was).
+    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(base.cast::<u8>(), file_len) };
+    let read = |at: usize, len: usize| -> Option<&[u8]> { bytes.get(at..at.checked_add(len)?) };
     let u16_in = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
     let u32_in = |b: &[u8], o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
     let u64_in =
@@ -32,9 +61,9 @@ fn symbols(kind: u8, mut each: impl FnMut(&[u8], usize, usize) -> bool) -> Optio
     if header.get(..5)? != b"\x7fELF\x02" {
         return None;
     }
-    let shoff = u64_in(&header, 0x28)?;
-    let shentsize = u16_in(&header, 0x3a)? as usize;
-    let shnum = u16_in(&header, 0x3c)? as usize;
+    let shoff = u64_in(header, 0x28)?;
+    let shentsize = u16_in(header, 0x3a)? as usize;
+    let shnum = u16_in(header, 0x3c)? as usize;
     if shentsize < 0x40 || shnum > 1 << 16 {
         return None;
     }
@@ -42,34 +71,34 @@ fn symbols(kind: u8, mut each: impl FnMut(&[u8], usize, usize) -> bool) -> Optio
     let section = |i: usize| i * shentsize;
     for i in 0..shnum {
         let sh = section(i);
-        if u32_in(&sections, sh + 4)? != 2 {
+        if u32_in(sections, sh + 4)? != 2 {
             continue; // Not SHT_SYMTAB.
         }
         let (off, size, link, entsize) = (
-            u64_in(&sections, sh + 0x18)?,
-            u64_in(&sections, sh + 0x20)?,
-            u32_in(&sections, sh + 0x28)? as usize,
-            u64_in(&sections, sh + 0x38)?.max(24),
+            u64_in(sections, sh + 0x18)?,
+            u64_in(sections, sh + 0x20)?,
+            u32_in(sections, sh + 0x28)? as usize,
+            u64_in(sections, sh + 0x38)?.max(24),
         );
         if link >= shnum {
             return None;
         }
         let table = read(off, size)?;
         let strings = read(
-            u64_in(&sections, section(link) + 0x18)?,
-            u64_in(&sections, section(link) + 0x20)?,
+            u64_in(sections, section(link) + 0x18)?,
+            u64_in(sections, section(link) + 0x20)?,
         )?;
         for k in 0..size / entsize {
             let sym = k * entsize;
             if table.get(sym + 4)? & 0xf != kind {
                 continue;
             }
-            let name_at = u32_in(&table, sym)? as usize;
+            let name_at = u32_in(table, sym)? as usize;
             let name = CStr::from_bytes_until_nul(strings.get(name_at..)?).ok()?;
             if !each(
                 name.to_bytes(),
-                u64_in(&table, sym + 8)?,
-                u64_in(&table, sym + 16)?,
+                u64_in(table, sym + 8)?,
+                u64_in(table, sym + 16)?,
             ) {
                 return Some(());
             }
