@@ -525,11 +525,10 @@ impl<P: Process> Parts<'_, P> {
 
     /// The fingerprint a sum of components gives.
     pub(crate) fn finish(&self, sum: u128) -> Fingerprint {
-        let mut fp = crate::hash::finish(sum);
         if self.model.width == FingerprintWidth::Bits64 {
-            fp &= u64::MAX as u128;
+            return Fingerprint(u128::from(crate::hash::finish64(sum)));
         }
-        Fingerprint(fp)
+        Fingerprint(crate::hash::finish(sum))
     }
 
     /// Sums the components of the processes and the environment: `known`
@@ -1102,11 +1101,10 @@ impl<'m, P: Process> Engine<'m, P> {
     /// The fingerprint a sum of components gives (as
     /// [`Engine::pending_fingerprint`] finishes it).
     pub(crate) fn finish_sum(&self, sum: u128) -> Fingerprint {
-        let mut fp = crate::hash::finish(sum);
         if self.model.width == FingerprintWidth::Bits64 {
-            fp &= u64::MAX as u128;
+            return Fingerprint(u128::from(crate::hash::finish64(sum)));
         }
-        Fingerprint(fp)
+        Fingerprint(crate::hash::finish(sum))
     }
 
     /// Tags `state`, just captured after [`Engine::pending_fingerprint`],

@@ -622,10 +622,11 @@ impl Memory {
             isolated &= table.foreign == 0;
             tables.push(t);
         }
-        let mut fp = hash::finish(sum);
-        if self.config.width == FingerprintWidth::Bits64 {
-            fp &= u64::MAX as u128;
-        }
+        let fp = if self.config.width == FingerprintWidth::Bits64 {
+            u128::from(hash::finish64(sum))
+        } else {
+            hash::finish(sum)
+        };
         let id = StateId(self.states.insert(StateData {
             tables: tables.into(),
             fingerprint: Fingerprint(fp),
@@ -712,10 +713,11 @@ impl Memory {
             sum = sum.wrapping_add(table.sum);
             isolated &= table.foreign == 0;
         }
-        let mut fp = hash::finish(sum);
-        if self.config.width == FingerprintWidth::Bits64 {
-            fp &= u64::MAX as u128;
-        }
+        let fp = if self.config.width == FingerprintWidth::Bits64 {
+            u128::from(hash::finish64(sum))
+        } else {
+            hash::finish(sum)
+        };
         StateId(self.states.insert(StateData {
             tables,
             fingerprint: Fingerprint(fp),
