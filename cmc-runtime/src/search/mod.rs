@@ -60,6 +60,8 @@ struct Search<'e, 'm, P: Process> {
     last_progress: Instant,
     /// Calls of `maybe_report_progress`.
     progress_ticks: u32,
+    /// Calls of `stop_requested`.
+    stop_ticks: u32,
     /// An error that ends the search without a result.
     fatal: Option<CheckError>,
     /// Set by a violation after which the search cannot go on, even with
@@ -142,9 +144,18 @@ impl<P: Process> Search<'_, '_, P> {
         }
     }
 
+    /// Whether the search must stop now. Called before every transition:
+    /// what it must see at once (an error, a violation, the state bound) is
+    /// checked every call, the rest (signals, a full tree or shared set,
+    /// another worker's halt, memory, time) every 64th.
     fn stop_requested(&mut self) -> bool {
         if self.fatal.is_some() || self.halted {
             return true;
+        }
+        self.stop_ticks = self.stop_ticks.wrapping_add(1);
+        if self.stop_ticks % 64 != 0 {
+            return self.state_bound_reached()
+                || (!self.violations.is_empty() && !self.engine.model.keep_going);
         }
         if let Seen::Shared(_, true) = self.visited {
             self.bounded = true;
@@ -173,17 +184,10 @@ impl<P: Process> Search<'_, '_, P> {
             ));
             return true;
         }
-        let b = &self.engine.model.bounds;
-        let unique = match self.par {
-            Some(par) if self.stats.transitions % 64 == 0 => par.coord.totals().0,
-            Some(_) => 0,
-            None => self.stats.unique,
-        };
-        if let Some(m) = b.max_states.filter(|&m| unique >= m as u64) {
-            self.bounded = true;
-            self.bounded_by = Some(format!("the state bound ({m}) was reached"));
+        if self.state_bound_reached() {
             return true;
         }
+        let b = &self.engine.model.bounds;
         if self.stats.transitions >= self.memory_checked + 4096 {
             self.memory_checked = self.stats.transitions;
             if let Some(budget) = self.budget {
@@ -219,6 +223,25 @@ impl<P: Process> Search<'_, '_, P> {
             return true;
         }
         !self.violations.is_empty() && !self.engine.model.keep_going
+    }
+
+    /// Whether the bound on unique states is reached (and the search
+    /// bounded by it).
+    fn state_bound_reached(&mut self) -> bool {
+        let Some(m) = self.engine.model.bounds.max_states else {
+            return false;
+        };
+        let unique = match self.par {
+            Some(par) if self.stats.transitions % 64 == 0 => par.coord.totals().0,
+            Some(_) => 0,
+            None => self.stats.unique,
+        };
+        if unique < m as u64 {
+            return false;
+        }
+        self.bounded = true;
+        self.bounded_by = Some(format!("the state bound ({m}) was reached"));
+        true
     }
 
     fn report(&mut self, steps: Vec<RawStep>, record: ViolationRecord) {
@@ -586,6 +609,7 @@ fn search<P: Process>(
         start,
         last_progress: start,
         progress_ticks: 0,
+        stop_ticks: 0,
         fatal: None,
         halted: false,
         sleep: (model.por && par.is_none()).then(|| sleep::SleepSets::new(model.network.capacity)),
