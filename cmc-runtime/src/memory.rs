@@ -1135,6 +1135,17 @@ impl Memory {
         for a in 0..self.arenas.len() {
             let from = self.states.get(loaded.0).tables[a];
             let to = self.states.get(state.0).tables[a];
+            let rt = &self.arenas[a];
+            if synced
+                && from == to
+                && rt.all_writable
+                && rt.mode == Mode::Scan
+                && Self::choose_mode(rt, pages_of(self.tables.get(to).used)) == Mode::Scan
+            {
+                // Unchanged, and nothing to arm (`restore_arena` would
+                // find the same).
+                continue;
+            }
             self.restore_arena(a, from, to, synced);
         }
         self.states.retain(state.0);
