@@ -411,19 +411,23 @@ impl<P: Process> Search<'_, '_, P> {
         known: Option<Known>,
     ) -> (Vec<(usize, usize)>, bool) {
         if let (Some(key), Some(Known { fact, sum, fp })) = (key, known) {
-            if self.visited.contains(fp) {
-                // Known: the run would change nothing the search
-                // keeps (see `cache`).
+            // With the successor's contents at hand, a new successor is
+            // built from them (see `cache`): the visited set is asked once,
+            // by adding it.
+            let tables = self.cache.as_ref().and_then(|c| c.tables(key));
+            let new = match tables {
+                Some(_) => self.visited.insert(fp),
+                None => !self.visited.contains(fp),
+            };
+            if !new {
+                // Known: the run would change nothing the search keeps.
                 self.stats.transitions += 1;
                 self.stats.generated += 1;
                 self.stats.cached += 1;
                 self.last_print = Footprint::default();
                 return (fact.choices(), false);
             }
-            let tables = self.cache.as_ref().and_then(|c| c.tables(key));
             if let Some(tables) = tables {
-                // New, and the entry knows its contents: built from
-                // them, not run (see `cache`).
                 let choices = fact.choices();
                 // What the crash log names if the successor's checks
                 // crash, as after a run.
@@ -652,8 +656,8 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// A transition from `item` whose cache entry holds its successor's
     /// tables, and whose successor (fingerprint sum `sum`, fingerprint
-    /// `fp`) is not visited: the successor is built from the tables,
-    /// loaded, and handled as a run's would be.
+    /// `fp`) was not visited (and now is): the successor is built from the
+    /// tables, loaded, and handled as a run's would be.
     #[allow(clippy::too_many_arguments)]
     fn derived(
         &mut self,
@@ -670,10 +674,6 @@ impl<P: Process> Search<'_, '_, P> {
         self.stats.cached += 1;
         self.stats.derived += 1;
         self.last_print = Footprint::default();
-        if !self.visited.insert(fp) {
-            // Another worker of a parallel search claimed it meanwhile.
-            return;
-        }
         let e = &mut *self.engine;
         let env = (e.env_arena, tables[1]);
         let succ = if event.actor == ENV {

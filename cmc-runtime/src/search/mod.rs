@@ -227,6 +227,7 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// Whether the bound on unique states is reached (and the search
     /// bounded by it).
+    #[inline]
     fn state_bound_reached(&mut self) -> bool {
         let Some(m) = self.engine.model.bounds.max_states else {
             return false;
