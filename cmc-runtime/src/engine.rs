@@ -220,6 +220,10 @@ pub(crate) struct Engine<'m, P: Process> {
     pub(crate) computed: Vec<(ArenaId, u128)>,
     /// The sum of components [`Engine::pending_fingerprint`] found last.
     pub(crate) pending_sum: u128,
+    /// Contents of process arenas (their `Memory::arena_key`s) on which
+    /// every per-process invariant held, when the search lets the engine
+    /// remember them (see [`Engine::invariant_violations`]).
+    pub(crate) passed: Option<Box<[std::cell::Cell<u128>]>>,
 }
 
 /// How one type of the model is fingerprinted.
@@ -1019,6 +1023,7 @@ impl<'m, P: Process> Engine<'m, P> {
             changed: Vec::new(),
             computed: Vec::new(),
             pending_sum: 0,
+            passed: None,
             at: 0,
             tree,
             fp,
@@ -1571,9 +1576,28 @@ impl<'m, P: Process> Engine<'m, P> {
             message,
             location: panic,
         };
+        // A per-process invariant reads its process's state, which in an
+        // isolated state is its arena's contents: where every one held on
+        // contents with the same key, they hold again (remembered only
+        // when the search allows it, only for the first violation, and only
+        // while the arenas hold the loaded state exactly).
+        let loaded = self.mem.loaded_exactly();
+        let remember = self
+            .passed
+            .as_ref()
+            .filter(|_| first_only && !self.invariants.is_empty())
+            .zip(loaded.filter(|&s| self.mem.isolated(s)));
         for (p, &root) in self.roots.iter().enumerate() {
             // SAFETY: a live root of the loaded state.
             let proc = unsafe { &*root };
+            let key = remember.map(|(passed, state)| {
+                let key = self.mem.arena_key(state, self.arenas[p]);
+                (&passed[key as usize & (passed.len() - 1)], key)
+            });
+            if key.is_some_and(|(slot, key)| slot.get() == key) {
+                continue;
+            }
+            let before = found.len();
             for (k, inv) in self.invariants.iter().enumerate() {
                 isolate::phase(isolate::IN_INVARIANT, self.at, p as u64, k as u64, 0);
                 match user_code(false, || (inv.check)(proc)) {
@@ -1590,6 +1614,9 @@ impl<'m, P: Process> Engine<'m, P> {
                 if first_only {
                     return found;
                 }
+            }
+            if let (Some((slot, key)), true) = (key, found.len() == before) {
+                slot.set(key);
             }
         }
         let world = self.world();

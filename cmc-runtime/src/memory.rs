@@ -466,6 +466,13 @@ impl Memory {
         self.loaded
     }
 
+    /// The loaded state, if the arenas still hold exactly it: no code
+    /// entered an arena since it was captured or restored.
+    pub(crate) fn loaded_exactly(&self) -> Option<StateId> {
+        self.loaded
+            .filter(|_| self.entries.get() == self.entries_at_capture)
+    }
+
     /// The byte fingerprint of `arena`'s part of `state`: the sum of its
     /// page terms, the share of that arena in [`Memory::fingerprint`].
     pub fn arena_sum(&self, state: StateId, arena: ArenaId) -> u128 {

@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
-use cmc::{Ctx, Handler, Model, NetworkConfig, Process, Strategy, Verdict};
+use cmc::{Ctx, Handler, Invariant, Model, NetworkConfig, Process, Strategy, Verdict};
 use common::auto::{auto, reachable, M};
 use common::probe::{auto_probe, probe, run, Found};
 use rand::Rng;
@@ -91,6 +91,9 @@ fn the_cache_changes_nothing_on_generated_models() {
 #[derive(Debug)]
 struct Rules {
     next: Vec<Vec<[Option<u8>; 8]>>,
+    /// The (state, log length) a process must never have, if any: a
+    /// per-process invariant that fails in some models.
+    bad: Option<(u8, usize)>,
 }
 
 const MS: u8 = 3;
@@ -104,6 +107,7 @@ fn rules(seed: u64, n: usize) -> Rules {
         x % k
     };
     Rules {
+        bad: (seed % 4 == 1).then(|| (draw(MS as u64) as u8, draw(2) as usize)),
         next: (0..n)
             .map(|_| {
                 (0..MS)
@@ -192,6 +196,18 @@ impl Mix {
 impl Process for Mix {
     type Msg = u8;
     type Shared = u8;
+    fn invariants() -> Vec<Invariant<Self>> {
+        vec![Invariant::new("not_bad", |m| {
+            if m.rules.bad == Some((m.s, m.log.len())) {
+                Err(format!(
+                    "process {} in state {} with {:?}",
+                    m.id, m.s, m.log
+                ))
+            } else {
+                Ok(())
+            }
+        })]
+    }
     fn handlers() -> Vec<Handler<Self>> {
         vec![
             Handler::new("step", Self::step).guard(|m, _| m.next(0).is_some()),

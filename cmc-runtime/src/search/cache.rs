@@ -355,6 +355,10 @@ pub(crate) struct GuardCache {
     pub(crate) hits: u64,
 }
 
+/// Arena contents remembered as satisfying every per-process invariant
+/// (`Engine::passed`, 16 bytes each).
+pub(crate) const PASSED_SLOTS: usize = 1 << 10;
+
 /// Entries of the guard cache.
 pub(crate) const GUARD_SLOTS: usize = 1 << 10;
 

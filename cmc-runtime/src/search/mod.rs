@@ -636,6 +636,13 @@ fn search<P: Process>(
     if search.cache.is_some() && search.engine.handlers.len() <= 64 {
         search.guards = Some(cache::GuardCache::new());
     }
+    // The same conditions make per-process invariants a function of the
+    // process's arena (see `Engine::invariant_violations`).
+    search.engine.passed = search.cache.is_some().then(|| {
+        (0..cache::PASSED_SLOTS)
+            .map(|_| std::cell::Cell::new(0))
+            .collect()
+    });
     let complete = if liveness_only {
         search.run_liveness_only();
         true
