@@ -407,7 +407,15 @@ impl<P: Process> Search<'_, '_, P> {
             let target = total / n + u64::from((par.worker as u64) < total % n);
             let slack = target / 8 + 8;
             if mine > target + slack {
-                for _ in target..mine {
+                // A state handed over costs its receiver a replay of its
+                // path, `level` steps each about as dear as expanding a
+                // state (a run, a restore): with `g` states here and `r`
+                // there, moving `k` evens the two out when
+                // (g - k) = r + k + k·level, so k = (g - r) / (2 + level),
+                // and g - r is about twice the excess over the share.
+                let excess = mine - target;
+                let give = 2 * excess / (2 + level as u64);
+                for _ in 0..give {
                     match self.frontier.take_back() {
                         Some(item) => self.give(par, item),
                         None => break,
