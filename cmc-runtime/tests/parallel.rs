@@ -131,13 +131,16 @@ fn workers_find_what_one_finds_and_the_reference_says() {
 }
 
 /// A bound on states stops every worker: the verdict is bounded and the
-/// count stays near the bound.
+/// count stays near the bound. The model has no invariants: with them, a
+/// violation found before the bound is reached would rightly make the
+/// verdict a violation, and whether one is found within the first 100
+/// states depends on how the workers share the work.
 #[test]
 fn a_state_bound_stops_all_workers() {
-    let all = reference(3, 3).len();
+    let all = reachable(3, 3, |_| false).len();
     assert!(all > 200, "the model is big enough to bound ({all} states)");
     for strategy in [Strategy::Dfs, Strategy::Bfs] {
-        let r = model(3, 3)
+        let r = auto(3, 3)
             .strategy(strategy)
             .keep_going(true)
             .max_states(100)
