@@ -11,7 +11,9 @@ use std::fmt;
 use std::io;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 use crate::heap::{Backing, Heap, HEADER_SIZE};
 use crate::sys::{self, Prot, PAGE};
@@ -315,10 +317,56 @@ impl Backing for ArenaCtl {
 /// The most arenas that can exist at once in one process.
 pub(crate) const MAX_ARENAS: usize = 256;
 
+/// A registered arena. Lookups (the allocator's frees, the fault handler)
+/// run on every thread and never lock, while other threads register and
+/// drop arenas; the three fields are therefore written under a sequence
+/// lock: `seq` is odd while a writer changes them, and a reader that saw
+/// a match accepts it only if `seq` was even and unchanged around its
+/// reads. Without it a lookup could pair one arena's base with another's
+/// end (a slot being re-registered: base still 0, end already the new
+/// arena's) and route a free to the wrong heap.
 struct Slot {
+    /// Whether an arena owns the slot (taken before `seq` is written).
+    claimed: AtomicBool,
+    seq: AtomicUsize,
     base: AtomicUsize,
     end: AtomicUsize,
     ctl: AtomicPtr<ArenaCtl>,
+}
+
+impl Slot {
+    /// Writes the slot's fields under the sequence lock. Only the slot's
+    /// owner (who claimed it) writes, so writers never race each other.
+    fn write(&self, base: usize, end: usize, ctl: *mut ArenaCtl) {
+        let s = self.seq.load(Ordering::Relaxed);
+        assert!(s % 2 == 0, "cmc: two writers on one arena slot");
+        self.seq.store(s + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.base.store(base, Ordering::Relaxed);
+        self.end.store(end, Ordering::Relaxed);
+        self.ctl.store(ctl, Ordering::Relaxed);
+        self.seq.store(s + 2, Ordering::Release);
+    }
+
+    /// The slot's arena if it holds `addr` in a consistent reading.
+    #[inline]
+    fn lookup(&self, addr: usize) -> Option<*mut ArenaCtl> {
+        let s1 = self.seq.load(Ordering::Acquire);
+        let base = self.base.load(Ordering::Relaxed);
+        #[cfg(test)]
+        tests::widen_race_window();
+        let end = self.end.load(Ordering::Relaxed);
+        if addr < base || addr >= end {
+            return None;
+        }
+        let ctl = self.ctl.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        let s2 = self.seq.load(Ordering::Relaxed);
+        // A slot that changes during the reading is being registered (its
+        // arena is not in use yet) or dropped (its arena is not in use any
+        // more): an address in use never belongs to it.
+        (s1 == s2 && s1 % 2 == 0 && !ctl.is_null()).then_some(ctl)
+    }
 }
 
 #[allow(
@@ -326,6 +374,8 @@ struct Slot {
     reason = "used only to initialise the static array"
 )]
 const EMPTY_SLOT: Slot = Slot {
+    claimed: AtomicBool::new(false),
+    seq: AtomicUsize::new(0),
     base: AtomicUsize::new(0),
     end: AtomicUsize::new(0),
     ctl: AtomicPtr::new(std::ptr::null_mut()),
@@ -364,14 +414,11 @@ pub(crate) fn find(addr: usize) -> Option<&'static ArenaCtl> {
     }
     let used = SLOTS_USED.load(Ordering::Acquire);
     for slot in &SLOTS[..used] {
-        if addr >= slot.base.load(Ordering::Acquire) && addr < slot.end.load(Ordering::Acquire) {
-            let ctl = slot.ctl.load(Ordering::Acquire);
-            if !ctl.is_null() {
-                // SAFETY: a registered control block stays alive until
-                // `Arena::drop` clears the slot; an address inside the arena
-                // can only be used while the arena is alive.
-                return Some(unsafe { &*ctl });
-            }
+        if let Some(ctl) = slot.lookup(addr) {
+            // SAFETY: a registered control block stays alive until
+            // `Arena::drop` clears the slot; an address inside the arena
+            // can only be used while the arena is alive.
+            return Some(unsafe { &*ctl });
         }
     }
     None
@@ -467,18 +514,12 @@ fn register(ctl: &ArenaCtl) -> io::Result<usize> {
     let ptr = ctl as *const ArenaCtl as *mut ArenaCtl;
     for (i, slot) in SLOTS.iter().enumerate() {
         if slot
-            .ctl
-            .compare_exchange(
-                std::ptr::null_mut(),
-                ptr,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            )
+            .claimed
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
             let base = ctl.base.as_ptr() as usize;
-            slot.base.store(base, Ordering::Release);
-            slot.end.store(base + ctl.reserve, Ordering::Release);
+            slot.write(base, base + ctl.reserve, ptr);
             SLOTS_USED.fetch_max(i + 1, Ordering::AcqRel);
             LOW.fetch_min(base, Ordering::AcqRel);
             HIGH.fetch_max(base + ctl.reserve, Ordering::AcqRel);
@@ -515,11 +556,9 @@ impl Drop for Arena {
             return;
         }
         let slot = &SLOTS[self.slot];
-        // Clear the range first so a concurrent lookup cannot match it, then
-        // the pointer. LOW and HIGH stay wide: they are only a quick filter.
-        slot.end.store(0, Ordering::Release);
-        slot.base.store(0, Ordering::Release);
-        slot.ctl.store(std::ptr::null_mut(), Ordering::Release);
+        // LOW and HIGH stay wide: they are only a quick filter.
+        slot.write(0, 0, std::ptr::null_mut());
+        slot.claimed.store(false, Ordering::Release);
         // SAFETY: the arena is unregistered and its owner is being dropped;
         // objects still pointing into it are the owner's bug, documented on
         // `Memory`.
@@ -533,6 +572,78 @@ impl Drop for Arena {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lookups by address while other threads register and drop arenas
+    /// always find the arena that holds the address. (A slot read
+    /// without the sequence lock paired a re-registered slot's cleared
+    /// base with its new end and returned the new arena for an address of
+    /// an older one: a free routed to the wrong heap, seen as an abort in
+    /// a test binary that ran three searches at once.)
+    /// Set by the test below: lookups pause between reading a slot's base
+    /// and its end, where a registration on another thread could slip in.
+    static WIDEN: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn widen_race_window() {
+        if WIDEN.load(Ordering::Relaxed) {
+            for _ in 0..200 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_stay_right_while_other_threads_register_and_drop_arenas() {
+        WIDEN.store(true, Ordering::Relaxed);
+        let config = ArenaConfig::new().reserve(MIN_RESERVE);
+        // Lookups scan the slots in order: the churning arenas take the
+        // slots before the live one's, freed here.
+        let before: Vec<Arena> = (0..2)
+            .map(|_| Arena::new("placeholder".into(), &config).unwrap())
+            .collect();
+        let live = Arena::new("live".into(), &config).unwrap();
+        drop(before);
+        let addr = live.ctl().base.as_ptr() as usize + 0x180;
+        let expected = live.ctl_ptr();
+        let stop = AtomicBool::new(false);
+        let done = AtomicUsize::new(0);
+        let (mut lookups, mut churned, mut wrong) = (0u64, 0u64, None);
+        std::thread::scope(|scope| {
+            let churners: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        // Bounded: every arena takes a fixed address for
+                        // good, and the other tests of this binary want some.
+                        let mut n = 0u64;
+                        while !stop.load(Ordering::Relaxed) && n < 3000 {
+                            drop(Arena::new("churn".into(), &config).unwrap());
+                            n += 1;
+                        }
+                        done.fetch_add(1, Ordering::Release);
+                        n
+                    })
+                })
+                .collect();
+            let start = std::time::Instant::now();
+            'lookups: while done.load(Ordering::Acquire) < 2
+                && start.elapsed() < std::time::Duration::from_secs(10)
+            {
+                for _ in 0..1000 {
+                    let found = find(addr).map(|c| c as *const ArenaCtl);
+                    if found != Some(expected) {
+                        wrong = Some((lookups, found));
+                        break 'lookups;
+                    }
+                    lookups += 1;
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            churned = churners.into_iter().map(|t| t.join().unwrap()).sum();
+        });
+        WIDEN.store(false, Ordering::Relaxed);
+        assert_eq!(wrong, None, "(lookup, arena found) for {expected:?}");
+        assert!(churned > 1000, "{churned} arenas registered and dropped");
+        eprintln!("{lookups} lookups while {churned} arenas came and went");
+    }
 
     #[test]
     fn human_bytes_matches_how_sizes_are_configured() {
