@@ -38,6 +38,7 @@
 
 use core::alloc::Layout;
 use core::ptr::{self, NonNull};
+use std::io::Write as _;
 
 /// The byte written over freed memory (except the free-list link words a free block needs).
 pub(crate) const POISON: u8 = 0xA5;
@@ -52,6 +53,57 @@ pub(crate) trait Backing {
     /// Makes bytes [0, end) of the region (offsets from the region base) readable and writable.
     /// Returns false, changing nothing, when `end` exceeds the reservation.
     fn ensure_committed(&self, end: usize) -> bool;
+}
+
+/// `assert!` for the heap's own consistency, which is checked inside the
+/// global allocator: see [`fail`].
+macro_rules! check {
+    ($cond:expr, $($arg:tt)+) => {
+        if !$cond {
+            $crate::heap::fail(format_args!($($arg)+))
+        }
+    };
+}
+
+/// `debug_assert!` for the heap, as [`check!`].
+macro_rules! debug_check {
+    ($cond:expr) => {
+        debug_check!($cond, concat!("assertion failed: ", stringify!($cond)))
+    };
+    ($cond:expr, $($arg:tt)+) => {
+        if cfg!(debug_assertions) && !$cond {
+            $crate::heap::fail(format_args!($($arg)+))
+        }
+    };
+}
+
+/// Reports a failed heap check and aborts. The checks run inside the
+/// global allocator, which must not unwind (a panic there aborts, or
+/// worse, unwinds through frames that do not expect it), with the arena's
+/// lock held; and the heap is corrupt, so nothing may allocate in it any
+/// more. The message goes to stderr without allocating; in an isolated
+/// search the crash report carries it.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn fail(args: std::fmt::Arguments<'_>) -> ! {
+    // SAFETY: null sends allocations to the system allocator, which is
+    // always valid.
+    unsafe { crate::alloc::adopt(ptr::null()) };
+    // Formatted on the stack and written to the descriptor: `eprintln!`
+    // would go to a test harness's capture instead.
+    let mut buf = [0u8; 1024];
+    let mut out = std::io::Cursor::new(&mut buf[..]);
+    let _ = writeln!(
+        out,
+        "cmc: a process's heap is corrupt: {args} (at {}). A double free or a write \
+         past a block in unsafe code does this, or a bug of cmc's; an allocator cannot \
+         unwind, so the process aborts.",
+        std::panic::Location::caller()
+    );
+    let len = out.position() as usize;
+    crate::sys::write_stderr_raw(&buf[..len]);
+    std::process::abort()
 }
 
 // The heap stores offsets and sizes as native words and relies on them being 64 bits wide.
@@ -322,7 +374,7 @@ impl Heap {
     /// The address of the head of free list `class`.
     #[inline(always)]
     fn head_ptr(self, class: usize) -> *mut u32 {
-        assert!(
+        check!(
             class < NUM_CLASSES,
             "heap: free-list class {class} out of range"
         );
@@ -344,7 +396,7 @@ impl Heap {
     /// Makes `block` (0 for none) the first block of free list `class`.
     #[inline(always)]
     fn set_head(self, class: usize, block: usize) {
-        debug_assert!(block & (GRAN - 1) == 0 && block < MAX_TOP);
+        debug_check!(block & (GRAN - 1) == 0 && block < MAX_TOP);
         // SAFETY: head_ptr checked the class, so the u32 lies inside the committed header at a
         // multiple of 4. Blocks lie below MAX_TOP, so the granule count fits in a u32.
         unsafe { self.head_ptr(class).write((block / GRAN) as u32) }
@@ -451,7 +503,7 @@ impl Heap {
         }
         let class = candidates.trailing_zeros() as usize;
         let block = self.head(class);
-        assert!(
+        check!(
             block != 0,
             "heap corrupt: bitmap bit {class} set for an empty list"
         );
@@ -591,7 +643,7 @@ impl Heap {
                 // SAFETY: `search` is a multiple of 16 of at least MIN_BLOCK.
                 if let Some((block, total)) = unsafe { self.take_free(search) } {
                     let gap = align_gap(self.base.as_ptr() as usize, block, align);
-                    debug_assert!(gap + need <= total);
+                    debug_check!(gap + need <= total);
                     // SAFETY: As in the unaligned case; the gap is 0 or at least MIN_BLOCK and at
                     // most align + 16, so gap + need fits inside `total`.
                     let at = unsafe {
@@ -680,7 +732,7 @@ impl Heap {
     unsafe fn block_of(self, ptr: *mut u8, what: &str) -> (usize, usize) {
         let offset = (ptr as usize).wrapping_sub(self.base.as_ptr() as usize);
         let top = self.hget(Field::Top);
-        assert!(
+        check!(
             offset >= HEADER_SIZE + BLOCK_HDR && offset < top && offset & (GRAN - 1) == 0,
             "heap: {what} of a pointer that is not a payload of this heap"
         );
@@ -688,7 +740,7 @@ impl Heap {
         // SAFETY: `block` lies in [HEADER_SIZE, top) at a multiple of 16, so its header words are
         // committed; the caller guarantees it is the header of a live block.
         let word = unsafe { self.ld(block + B_SIZE) };
-        assert!(
+        check!(
             word & USED != 0,
             "heap: {what} of a block that is not allocated (double free?)"
         );
@@ -764,7 +816,7 @@ impl Heap {
         // SAFETY: The caller guarantees that `ptr` is a live allocation of this heap.
         unsafe {
             let (block, size) = self.block_of(ptr, "dealloc");
-            debug_assert!(
+            debug_check!(
                 layout.size() <= size - BLOCK_HDR && ptr as usize & (layout.align() - 1) == 0,
                 "heap: dealloc with a layout that does not match the block"
             );
@@ -1108,7 +1160,7 @@ impl Iterator for LiveBlocks {
             // block sizes), so the block header is committed.
             let word = unsafe { self.heap.ld(self.at + B_SIZE) };
             let size = word & !USED;
-            assert!(
+            check!(
                 size >= MIN_BLOCK,
                 "heap corrupt: block at {} has size {size}",
                 self.at

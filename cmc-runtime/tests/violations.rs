@@ -43,6 +43,7 @@ enum Kind {
     Reraise,
     PanicAny,
     DoublePanic,
+    DoubleFree,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -76,6 +77,15 @@ impl Bad {
                 self.data.push(overflow(1));
             }
             Kind::Abort => std::process::abort(),
+            Kind::DoubleFree => {
+                let block = Box::into_raw(Box::new([3u64; 4]));
+                // SAFETY: deliberately not: the second free is the bug
+                // under test.
+                unsafe {
+                    drop(Box::from_raw(block));
+                    drop(Box::from_raw(std::hint::black_box(block)));
+                }
+            }
             Kind::NetworkFull => {
                 for _ in 0..3 {
                     let _ = ctx.send(0, 1u8);
@@ -324,6 +334,21 @@ fn a_stack_overflow_is_reported_with_its_trace() {
     let message = &r.violations[0].record.message;
     assert!(
         message.contains("SIGABRT") && message.contains("has overflowed its stack"),
+        "{message}"
+    );
+}
+
+/// The arena heap detects the second free inside the global allocator,
+/// which cannot unwind: the process aborts, and the report says why (it
+/// hung before: the panic's message was formatted in the arena whose lock
+/// the failed check held).
+#[test]
+fn a_double_free_is_reported_with_what_the_heap_found() {
+    let r = expect(Kind::DoubleFree, ViolationKind::Crash, 2, true);
+    let message = &r.violations[0].record.message;
+    assert!(
+        message.contains("SIGABRT")
+            && message.contains("a process's heap is corrupt: heap: dealloc of a"),
         "{message}"
     );
 }
