@@ -40,8 +40,12 @@ use crate::memory::TableId;
 /// so a small cache answers nearly as often as an unbounded one (two-phase
 /// commit with 8 RMs, depth-first: 4.9 s of CPU with 64 KiB, 5.0 s with
 /// 64 MiB, 9.1 s without a cache), and a small one keeps memory per
-/// state where it was.
-pub(crate) const BYTES: usize = 1 << 16;
+/// state where it was. With 7 RMs, depth-first, the transitions that
+/// still run: 74,000 with 64 KiB, 57,000 with 256 KiB, 44,000 with 1 MiB,
+/// 42,000 (the first meetings) with 4 MiB; 256 KiB is the most that stays
+/// in a core's second-level cache here, and costs 0.7 bytes per state of
+/// that search.
+pub(crate) const BYTES: usize = 1 << 18;
 
 /// Entries that may hold their successor's tables at once: the pages
 /// they keep alive are memory the search would not otherwise hold, and a
@@ -118,6 +122,11 @@ pub(crate) struct Fact {
     pub(crate) delta: u128,
     choices: [(u16, u16); MAX_CHOICES],
     len: u8,
+    /// The entry's tables when it was read, and the cache's generation
+    /// then: they are still the entry's while the generation is (see
+    /// [`TransitionCache::tables_now`]).
+    tables: Option<[TableId; 2]>,
+    generation: u64,
 }
 
 impl Fact {
@@ -144,6 +153,8 @@ pub(crate) struct TransitionCache {
     /// whose pages the cache keeps alive.
     attached: std::collections::VecDeque<[u64; 2]>,
     max_attached: usize,
+    /// Counts the changes that may move or drop an entry's tables.
+    generation: u64,
 }
 
 impl TransitionCache {
@@ -158,6 +169,7 @@ impl TransitionCache {
             filled: 0,
             attached: std::collections::VecDeque::new(),
             max_attached: MAX_ATTACHED,
+            generation: 0,
         }
     }
 
@@ -214,7 +226,20 @@ impl TransitionCache {
             delta: join(slot.delta),
             choices: slot.choices,
             len: slot.len,
+            tables: slot.has_tables.then(|| slot.tables.map(TableId)),
+            generation: self.generation,
         })
+    }
+
+    /// [`TransitionCache::tables`] of the entry `fact` was read from
+    /// under `key`: the tables the fact saw if nothing changed the cache
+    /// since (no second lookup), else looked up again.
+    pub(crate) fn tables_now(&self, key: u128, fact: &Fact) -> Option<[TableId; 2]> {
+        if fact.generation == self.generation {
+            fact.tables
+        } else {
+            self.tables(key)
+        }
     }
 
     /// The successor's tables of the process's arena and of the
@@ -240,6 +265,7 @@ impl TransitionCache {
         if key == [0, 0] {
             return (false, None);
         }
+        self.generation += 1;
         let b = self.bucket(key);
         let Some(slot) = self.slots[b..b + WAYS]
             .iter_mut()
@@ -270,6 +296,7 @@ impl TransitionCache {
     /// Takes every table the entries hold (the caller gives their
     /// references back); the entries stay, without them.
     pub(crate) fn take_tables(&mut self) -> Vec<TableId> {
+        self.generation += 1;
         let mut out = Vec::new();
         for slot in self.slots.iter_mut().filter(|s| s.has_tables) {
             out.extend(slot.tables.map(TableId));
@@ -316,6 +343,7 @@ impl TransitionCache {
     /// slot, else over one of the others (chosen by the key); returns the
     /// slot it overwrote.
     fn put(&mut self, slot: Slot) -> Slot {
+        self.generation += 1;
         let b = self.bucket(slot.key);
         let i = (b..b + WAYS)
             .find(|&i| self.slots[i].key == slot.key)
@@ -491,13 +519,26 @@ mod tests {
             "no entry, no tables"
         );
         assert_eq!(c.get(keys[0]).map(|f| f.delta), Some(1));
+        // A fact read before a change says what the entry holds after it.
+        let mut facts = vec![(keys[0], c.get(keys[0]).unwrap())];
         let mut handed = Vec::new();
         for (i, &k) in keys.iter().enumerate().skip(1) {
             handed.extend(c.insert(k, i as u128, &[]));
+            for (key, fact) in &facts {
+                assert_eq!(c.tables_now(*key, fact), c.tables(*key), "after insert {i}");
+            }
             let (taken, dropped) = c.attach(k, t(10 * i as u32));
             assert!(taken);
             handed.extend(dropped);
+            for (key, fact) in &facts {
+                assert_eq!(c.tables_now(*key, fact), c.tables(*key), "after attach {i}");
+            }
+            facts.push((k, c.get(k).unwrap()));
         }
+        assert!(
+            c.tables_now(keys[0], &facts[0].1).is_none(),
+            "the first entry was overwritten, its tables handed back"
+        );
         // Every table taken is handed back once: by an overwrite or by
         // take_tables.
         let mut all: Vec<u32> = handed.iter().flatten().map(|t| t.0).collect();

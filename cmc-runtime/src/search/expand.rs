@@ -153,7 +153,7 @@ impl<P: Process> Search<'_, '_, P> {
                 first_keys.push((key, known));
             }
         }
-        for (i, event) in events.into_iter().enumerate() {
+        for (i, &event) in events.iter().enumerate() {
             let guard = guards.get(i).copied().unwrap_or_default();
             let mut print = Footprint::default();
             if let Some(sleep) = &mut self.sleep {
@@ -218,6 +218,7 @@ impl<P: Process> Search<'_, '_, P> {
         }
         self.engine.seed_base = None;
         self.first_keys = first_keys;
+        self.events_buf = events;
     }
 
     /// Runs a transition again (`Model::determinism_runs` in all, each from
@@ -414,7 +415,7 @@ impl<P: Process> Search<'_, '_, P> {
             // With the successor's contents at hand, a new successor is
             // built from them (see `cache`): the visited set is asked once,
             // by adding it.
-            let tables = self.cache.as_ref().and_then(|c| c.tables(key));
+            let tables = self.cache.as_ref().and_then(|c| c.tables_now(key, &fact));
             let new = match tables {
                 Some(_) => self.visited.insert(fp),
                 None => !self.visited.contains(fp),
@@ -767,7 +768,8 @@ impl<P: Process> Search<'_, '_, P> {
     fn known_events(&mut self) -> Option<Vec<Event>> {
         let guards = self.guards.as_mut()?;
         let actors = self.prefixes.len() - 1;
-        let mut events = Vec::with_capacity(2 * self.prefixes.len());
+        let mut events = std::mem::take(&mut self.events_buf);
+        events.clear();
         for (at, prefix) in self.prefixes.iter().enumerate() {
             let mut enabled = guards.get(super::cache::GuardCache::key(prefix))?;
             let actor = if at == actors { ENV } else { at };

@@ -91,6 +91,8 @@ struct Search<'e, 'm, P: Process> {
     /// The cache keys of the expanded state's events' first runs (kept
     /// for its memory).
     first_keys: Vec<(Option<u128>, Option<expand::Known>)>,
+    /// The buffer of the events the guard cache gives an expansion.
+    events_buf: Vec<Event>,
 }
 
 /// The visited set: this process's own, or the one the workers of a
@@ -148,6 +150,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// what it must see at once (an error, a violation, the state bound) is
     /// checked every call, the rest (signals, a full tree or shared set,
     /// another worker's halt, memory, time) every 64th.
+    #[inline]
     fn stop_requested(&mut self) -> bool {
         if self.fatal.is_some() || self.halted {
             return true;
@@ -157,6 +160,12 @@ impl<P: Process> Search<'_, '_, P> {
             return self.state_bound_reached()
                 || (!self.violations.is_empty() && !self.engine.model.keep_going);
         }
+        self.stop_requested_now()
+    }
+
+    /// [`Search::stop_requested`]'s checks of every 64th call.
+    #[inline(never)]
+    fn stop_requested_now(&mut self) -> bool {
         if let Seen::Shared(_, true) = self.visited {
             self.bounded = true;
             self.bounded_by.get_or_insert_with(|| {
@@ -631,6 +640,7 @@ fn search<P: Process>(
             .map(|h| cache::TransitionCache::event_hash(h, &[], 0))
             .collect(),
         first_keys: Vec::new(),
+        events_buf: Vec::new(),
         engine: &mut engine,
     };
     if search.cache.is_some() && search.engine.handlers.len() <= 64 {
