@@ -200,7 +200,27 @@ struct ArenaRt {
     protected_np: usize,
     /// Exponential moving average of pages changed per transition.
     avg_dirty: f64,
+    /// In mprotect mode, the pages the last restore left writable because
+    /// transitions keep writing them (see [`HOT_PAGES`]); they stay marked
+    /// dirty, so every capture and restore reads them.
+    hot: Vec<usize>,
+    /// Restores since the hot pages were last protected again.
+    hot_age: u32,
 }
+
+/// The most pages of an arena in mprotect mode that a restore leaves
+/// writable: pages the transition wrote (they faulted, or were writable
+/// already) stay writable and marked dirty, and are compared or hashed at
+/// every capture instead of faulting again: a few hundred nanoseconds a
+/// page against the several microseconds of a fault and the `mprotect`
+/// that re-arms it. More written pages than this, and all are protected
+/// again.
+const HOT_PAGES: usize = 8;
+
+/// Restores after which the hot pages are protected again regardless, so
+/// that pages transitions stopped writing leave the set (the ones they
+/// still write fault once and return).
+const HOT_RESTORES: u32 = 64;
 
 /// Cost model for `Tracking::Auto`, in nanoseconds, from the `snapshot`
 /// benchmark on the reference machine (see the book's performance chapter):
@@ -353,6 +373,8 @@ impl Memory {
             all_writable: true,
             protected_np: 0,
             avg_dirty: 1.0,
+            hot: Vec::new(),
+            hot_age: 0,
         });
         Ok(ArenaId(self.arenas.len() - 1))
     }
@@ -1226,6 +1248,7 @@ impl Memory {
                 tracking::clear_dirty(ctl);
             }
             rt.all_writable = true;
+            rt.hot.clear();
             rt.mode = mode;
         }
         let all_writable = rt.all_writable;
@@ -1370,11 +1393,28 @@ impl Memory {
                     panic!("cannot protect {}'s arena: {e}", self.arenas[a].name)
                 });
             } else {
-                let mut open: Vec<usize> =
+                let mut dirty: Vec<usize> =
                     tracking::dirty_pages(ctl).filter(|&i| i < to_np).collect();
+                dirty.sort_unstable();
+                dirty.dedup();
+                // The pages transitions wrote (faulted, or hot already) stay
+                // writable, unless there are too many or it is time to
+                // look again.
+                let rt = &mut self.arenas[a];
+                let mut hot = std::mem::take(&mut rt.hot);
+                hot.clear();
+                rt.hot_age += 1;
+                if dirty.len() <= HOT_PAGES && rt.hot_age < HOT_RESTORES {
+                    hot.extend_from_slice(&dirty);
+                } else {
+                    rt.hot_age = 0;
+                }
+                let mut open = dirty;
                 open.extend(writes.iter().map(|&(i, _)| i).filter(|&i| i < to_np));
                 open.sort_unstable();
                 open.dedup();
+                open.retain(|i| hot.binary_search(i).is_err());
+                self.arenas[a].hot = hot;
                 for (start, len) in runs(&open) {
                     // SAFETY: pages below to_np are committed pages of ours.
                     unsafe { sys::protect(base.add(start * PAGE), len * PAGE, Prot::Read) }
@@ -1387,6 +1427,14 @@ impl Memory {
                 }
             }
             tracking::clear_dirty(ctl);
+            if all_writable {
+                self.arenas[a].hot.clear();
+            }
+            for &i in &self.arenas[a].hot {
+                // Writable, so a write there does not fault: dirty from
+                // the start.
+                tracking::mark_dirty(ctl, i);
+            }
             ctl.tracking.store(true, Ordering::Release);
             self.arenas[a].all_writable = false;
             self.arenas[a].protected_np = to_np;

@@ -182,6 +182,85 @@ fn scan_and_mprotect_produce_identical_captures() {
     }
 }
 
+/// Transitions that keep writing the same few pages of a large arena in
+/// mprotect mode (which a restore leaves writable, marked dirty, rather
+/// than fault on them again), now and then another page or more pages
+/// than stay writable, from restored states and from the state just
+/// captured: every capture holds exactly the arena's bytes, and every
+/// restore brings back exactly the captured ones, as the same steps in
+/// scan mode do.
+#[test]
+fn pages_written_again_and_again_are_tracked_exactly_in_mprotect_mode() {
+    const PAGES: usize = 256;
+    for seed in 0..3 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut arenas = [Tracking::Mprotect, Tracking::Scan].map(|t| {
+            let (mut mem, a) = memory(t, 64 << 20);
+            let layout = Layout::from_size_align(PAGES * 4096, 4096).unwrap();
+            let block = {
+                let _in = mem.enter(a);
+                // SAFETY: non-zero size.
+                unsafe { std::alloc::alloc_zeroed(layout) }
+            } as usize;
+            let s0 = mem.capture();
+            (mem, a, block, vec![s0])
+        });
+        let hot = [3usize, 4, 17, 90, 91, 200];
+        for step in 0..3000 {
+            let restore = rng
+                .gen_ratio(1, 3)
+                .then(|| rng.gen_range(0..arenas[0].3.len()));
+            let writes: Vec<(usize, u8)> = (0..rng.gen_range(1..4))
+                .map(|_| {
+                    let page = match rng.gen_range(0..20) {
+                        0 => rng.gen_range(0..PAGES),
+                        // Now and then more pages than stay writable.
+                        1 => (step * 7) % PAGES,
+                        _ => hot[rng.gen_range(0..hot.len())],
+                    };
+                    // The low byte of a word: no word can come to look
+                    // like a pointer into an arena (of one memory and not
+                    // the other), which the fingerprints would relocate.
+                    (page * 4096 + rng.gen_range(0..512) * 8, rng.gen())
+                })
+                .collect();
+            let capture = rng.gen_ratio(3, 4);
+            let mut seen = Vec::new();
+            for (mem, a, block, states) in &mut arenas {
+                if let Some(i) = restore {
+                    mem.restore(states[i]);
+                    let expected = mem.read_state(states[i], *a);
+                    assert!(
+                        live_bytes(mem, *a) == expected,
+                        "seed {seed} step {step}: restore"
+                    );
+                }
+                {
+                    let _in = mem.enter(*a);
+                    for &(at, byte) in &writes {
+                        // SAFETY: inside the block, which lives in every
+                        // state (allocated before the first capture).
+                        unsafe { *((*block + at) as *mut u8) = byte };
+                    }
+                }
+                if capture {
+                    let s = mem.capture();
+                    assert!(
+                        mem.read_state(s, *a) == live_bytes(mem, *a),
+                        "seed {seed} step {step}: capture"
+                    );
+                    seen.push(mem.fingerprint(s));
+                    states.push(s);
+                }
+            }
+            assert_eq!(arenas[0].0.mode(arenas[0].1), Mode::Mprotect);
+            if let [x, y] = seen[..] {
+                assert_eq!(x, y, "seed {seed} step {step}: the two modes disagree");
+            }
+        }
+    }
+}
+
 /// A transition that allocates, frees and writes; returns the addresses it
 /// allocated. The result is a plain array: a `Vec` built inside `enter` would
 /// live in the arena and be freed later into a restored heap that no longer

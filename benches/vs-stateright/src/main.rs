@@ -15,7 +15,7 @@
 //! ```
 //!
 //! `CMC_VS_N=5,6` chooses the RM counts (default 7,8), `CMC_VS_RUNS` the runs
-//! of each measurement (default 3; the median is printed). Prints one line
+//! of each measurement (default 5: this machine's timings vary by a fifth from run to run; the median is printed). Prints one line
 //! per configuration:
 //! `bench vs_stateright n=7 strategy=dfs unique=… stateright_cpu_s=… cmc_cpu_s=… ratio=… stateright_bytes_per_state=… cmc_bytes_per_state=…`
 //! (ratio: cmc's CPU time over stateright's; bytes per state: the peak
@@ -348,7 +348,7 @@ fn runs() -> usize {
     std::env::var("CMC_VS_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(5)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
