@@ -215,7 +215,7 @@ struct ArenaRt {
 /// page against the several microseconds of a fault and the `mprotect`
 /// that re-arms it. More written pages than this, and all are protected
 /// again.
-const HOT_PAGES: usize = 8;
+const HOT_PAGES: usize = 16;
 
 /// Restores after which the hot pages are protected again regardless, so
 /// that pages transitions stopped writing leave the set (the ones they
