@@ -944,10 +944,20 @@ impl Memory {
         // Intern the candidates; keep the ones that really changed.
         let mut changes = std::mem::take(&mut self.scratch_changes);
         changes.clear();
+        let old_table = old.map(|t| self.tables.get(t));
         for &i in &candidates {
             let len = page_len(used, i);
             // SAFETY: as above, page i is committed and `len` bytes long.
             let bytes = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
+            if let Some(t) = old_table {
+                // A page that may have changed but did not (one written
+                // back, or one left writable that the transition did not
+                // touch) costs a comparison, not a hash.
+                let id = self.page_of(t, i);
+                if id != NO_PAGE && self.pages.data(id) == bytes {
+                    continue;
+                }
+            }
             let h = hasher.hash_relocated(bytes, &self.reloc);
             let id = self.pages.intern(bytes, h, |d| self.reloc.arena_mask(d));
             let before = match old {
