@@ -208,8 +208,9 @@ pub(crate) struct CheckArgs {
     /// Partial-order reduction: an event of one process that commutes
     /// with an event of another explored before it does not run again
     /// after it (sleep sets). Every state is still visited, fewer
-    /// transitions run. One worker; not with random walks or a prune
-    /// predicate; with --keep-going the search goes on past violations.
+    /// transitions run. One worker; not with random walks or a prune over
+    /// the whole world (a bound on each process, `Model::prune_process`,
+    /// is fine); with --keep-going the search goes on past violations.
     #[arg(long)]
     pub(crate) por: bool,
     /// Run every transition, even one whose successor the transition

@@ -1168,6 +1168,21 @@ impl<'m, P: Process> Engine<'m, P> {
         }
     }
 
+    /// Whether the loaded state is outside the model ([`Model::prune`],
+    /// [`Model::prune_process`]).
+    pub(crate) fn pruned(&self) -> bool {
+        let m = self.model;
+        if m.prune.is_none() && m.prune_process.is_none() {
+            return false;
+        }
+        let _sys = system_scope();
+        let w = self.world();
+        m.prune.as_ref().is_some_and(|f| f(&w))
+            || m.prune_process
+                .as_ref()
+                .is_some_and(|f| w.processes().any(f))
+    }
+
     pub(crate) fn actor_name(&self, actor: usize) -> String {
         self.actor_name_lazy(actor)()
     }

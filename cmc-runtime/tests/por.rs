@@ -121,6 +121,48 @@ fn sleep_sets_keep_every_state_and_violation_of_generated_models() {
     assert!(with < without, "{with} vs {without}");
 }
 
+/// A bound that reads one process at a time (`Model::prune_process`)
+/// keeps commuting steps commuting: inside it, the reduced search visits
+/// exactly the states the search without reduction visits, which are the
+/// reference's states inside the bound. A bound over the whole world is
+/// refused with reduction.
+#[test]
+fn sleep_sets_keep_every_state_inside_a_bound_on_each_process() {
+    let (mut with, mut without, mut cut) = (0, 0, 0);
+    for seed in 0..16u64 {
+        let n = 2 + (seed % 2) as usize;
+        let k = 1 + (seed % u64::from(M - 1)) as u8;
+        let out = move |s: &common::auto::S| s.0.contains(&k);
+        let all = reachable(seed, n, out);
+        let inside = all.keys().filter(|s| !out(s)).count();
+        cut += all.len() - inside;
+        for strategy in [Strategy::Dfs, Strategy::Bfs, Strategy::Random] {
+            let what = format!("seed {seed}, bound {k}, {strategy:?}");
+            let m = || {
+                auto(seed, n)
+                    .strategy(strategy)
+                    .invariant("probe", auto_probe)
+                    .prune_process(move |a| a.s == k)
+            };
+            let plain = run(m());
+            let reduced = run(m().por(true));
+            assert_eq!(plain.unique as usize, inside, "{what}");
+            same(&reduced, &plain, &what);
+            with += reduced.transitions;
+            without += plain.transitions;
+        }
+    }
+    eprintln!("transitions: {with} with reduction, {without} without; {cut} states cut");
+    assert!(cut > 0, "the bounds cut no state");
+    assert!(with < without, "{with} vs {without}");
+    let e = auto_model(1, 2)
+        .prune(|_| false)
+        .por(true)
+        .check()
+        .unwrap_err();
+    assert!(e.to_string().contains("prune_process"), "{e}");
+}
+
 /// A richer family: processes that send to a chosen peer or broadcast,
 /// receive, act only when their mailbox is empty, read and write a shared
 /// counter, act only when the network is empty, and set a timer — every
@@ -314,6 +356,24 @@ fn sleep_sets_keep_every_state_of_models_that_share_and_observe() {
             let plain = run(m());
             let reduced = run(m().por(true));
             same(&reduced, &plain, &what);
+            // Inside a bound on one process's state.
+            let bounded = || {
+                let k = seed as usize % n;
+                m().prune_process(move |p: &Mix| p.id == k && p.s == 2)
+            };
+            let plain_bounded = run(bounded());
+            let reduced_bounded = run(bounded().por(true));
+            same(
+                &reduced_bounded,
+                &plain_bounded,
+                &format!("{what}, bounded"),
+            );
+            assert!(
+                plain_bounded.unique < plain.unique,
+                "{what}: the bound cuts"
+            );
+            with += reduced_bounded.transitions;
+            without += plain_bounded.transitions;
             with += reduced.transitions;
             without += plain.transitions;
             if strategy == Strategy::Bfs {

@@ -10,7 +10,8 @@
 //!
 //! `CMC_BUGS_TIME` is the time limit per run in seconds (default 30),
 //! `CMC_BUGS_RUNS` the searches as `strategy:jobs` pairs (default
-//! `bfs:1,bfs:2,walk:1,walk:2`; walks run with `--max-depth 60 --seed 1`),
+//! `bfs:1,bfs:2,walk:1,walk:2`; walks run with `--max-depth 60 --seed 1`;
+//! a strategy ending in `+por`, such as `bfs+por:1`, adds `--por`),
 //! `CMC_BUGS` a comma-separated subset of the bugs. One line per run:
 //! `bench seeded_bug bug=… model=… strategy=… jobs=… found=true property=… time_s=… steps=… unique=…`
 //! (`time_s` is the search's own `elapsed_s`, not the build).
@@ -47,6 +48,11 @@ fn hunt(
     secs: &str,
 ) -> (Option<String>, f64, usize, u64) {
     let feature = format!("bug-{bug}");
+    // `bfs+por`: breadth-first with partial-order reduction.
+    let (strategy, por) = match strategy.strip_suffix("+por") {
+        Some(s) => (s, true),
+        None => (strategy, false),
+    };
     let mut args = vec![
         "cmc",
         "check",
@@ -65,6 +71,9 @@ fn hunt(
     ];
     if strategy == "walk" {
         args.extend(["--max-depth", "60", "--seed", "1"]);
+    }
+    if por {
+        args.push("--por");
     }
     let out = Command::new("cargo")
         .args(&args)

@@ -3,7 +3,7 @@
 //! each run as one transition whose successor is deduplicated, checked and
 //! put on the frontier; the determinism check's repeated runs.
 
-use crate::ctx::{self, system_scope};
+use crate::ctx;
 use crate::engine::{
     first_difference, next_script, CheckError, Engine, Event, Outcome, RawStep, ENV,
 };
@@ -564,16 +564,10 @@ impl<P: Process> Search<'_, '_, P> {
     fn new_state(&mut self, item: &Item, step: RawStep, succ: StateId, fp: Fingerprint) {
         let event = step.event;
         let e = &mut *self.engine;
-        if let Some(prune) = &e.model.prune {
-            let pruned = {
-                let _sys = system_scope();
-                prune(&e.world())
-            };
-            if pruned {
-                self.stats.pruned += 1;
-                e.mem.release(succ);
-                return;
-            }
+        if e.pruned() {
+            self.stats.pruned += 1;
+            e.mem.release(succ);
+            return;
         }
         let Some(node) = e.record_node(item.node, event, &step.choices, step.seed) else {
             // The search tree is full: the search stops, bounded (see

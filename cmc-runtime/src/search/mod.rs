@@ -505,8 +505,9 @@ fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
     if model.por && model.prune.is_some() {
         return Err(CheckError::Model(format!(
             "model `{}`: partial-order reduction (--por) cannot be combined with a prune \
-             predicate (Model::prune): the one order of commuting events it explores may pass \
-             through a pruned state",
+             predicate over the whole world (Model::prune): the one order of commuting events \
+             it explores may pass through a pruned state; a bound that reads one process at a \
+             time (Model::prune_process) combines with it",
             model.name
         )));
     }

@@ -211,16 +211,10 @@ impl<P: Process> Search<'_, '_, P> {
             }
         };
         sketch.insert(fp);
-        if let Some(prune) = &e.model.prune {
-            let pruned = {
-                let _sys = crate::ctx::system_scope();
-                prune(&e.world())
-            };
-            if pruned {
-                self.stats.pruned += 1;
-                e.mem.release(succ);
-                return Next::End;
-            }
+        if e.pruned() {
+            self.stats.pruned += 1;
+            e.mem.release(succ);
+            return Next::End;
         }
         let Some(next) = e.record_node(node, event, &step.choices, seed) else {
             // The search tree is full (see `stop_requested`).

@@ -652,12 +652,10 @@ pub fn aodv(name: &str, b: Bounds) -> Model<AodvNode> {
                 .lossy(true)
                 .duplicating(b.duplicating),
         )
-        .prune(move |w| {
-            w.processes().any(|p| {
-                p.node.seq() > b.max_seq
-                    || p.node.rreq_id() > b.max_rreq_id
-                    || p.node.routes().iter().any(|r| r.seq > b.max_seq + 1)
-            })
+        .prune_process(move |p| {
+            p.node.seq() > b.max_seq
+                || p.node.rreq_id() > b.max_rreq_id
+                || p.node.routes().iter().any(|r| r.seq > b.max_seq + 1)
         })
         .quiescence_ok(true)
         .debug_with(show)
