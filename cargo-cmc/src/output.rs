@@ -175,6 +175,7 @@ impl Output {
                         "reexpanded": result.stats.reexpanded,
                         "cached": result.stats.cached,
                         "derived": result.stats.derived,
+                        "revisited": result.stats.revisited,
                         "complete": result.stats.complete,
                         "reached": result.reached.iter().map(|r| json!({
                             "property": r.property,
@@ -213,6 +214,13 @@ impl Output {
                             result.stats.cached,
                             result.stats.transitions,
                             result.stats.derived
+                        );
+                    }
+                    if result.stats.revisited > 0 {
+                        println!(
+                            "{}: {} states expanded again because a shorter path reached \
+                             them after a longer one (under the depth bound)",
+                            result.model, result.stats.revisited
                         );
                     }
                     if result.stats.slept > 0 || result.stats.reexpanded > 0 {

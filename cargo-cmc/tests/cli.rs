@@ -245,6 +245,7 @@ fn the_json_result_object_has_every_promised_field() {
             "reexpanded",
             "cached",
             "derived",
+            "revisited",
             "complete",
             "reached",
             "violations",

@@ -937,10 +937,23 @@ impl<P: Process> Model<P> {
     }
 
     /// The workers this model's search runs with.
+    /// Whether a depth bound cuts a depth-first or random-order search,
+    /// which then revisits states a shorter path reaches (one worker: the
+    /// depths live with the worker's own visited set).
+    pub(crate) fn depth_first_bounded(&self) -> bool {
+        self.bounds.max_depth.is_some() && matches!(self.strategy, Strategy::Dfs | Strategy::Random)
+    }
+
     pub(crate) fn workers(&self) -> usize {
         match self.jobs {
             None => 1,
-            Some(0) if self.strategy == Strategy::BestFirst || self.por => 1,
+            Some(0)
+                if self.strategy == Strategy::BestFirst
+                    || self.por
+                    || self.depth_first_bounded() =>
+            {
+                1
+            }
             Some(0) => std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
                 .min(crate::search::parallel::MAX_WORKERS),

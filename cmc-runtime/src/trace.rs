@@ -466,6 +466,12 @@ pub struct Stats {
     /// from the contents the cache kept.
     #[serde(default)]
     pub derived: u64,
+    /// Under a depth bound (`max_depth`) in a depth-first, random or
+    /// best-first order: states expanded again because a shorter path
+    /// reached them after a longer one had (so that every state within
+    /// the bound is reached, as breadth-first search reaches it).
+    #[serde(default)]
+    pub revisited: u64,
 }
 
 impl Stats {

@@ -420,7 +420,7 @@ impl<P: Process> Search<'_, '_, P> {
                 Some(_) => self.visited.insert(fp),
                 None => !self.visited.contains(fp),
             };
-            if !new {
+            if !new && !self.shallower(fp, item.depth + 1) {
                 // Known: the run would change nothing the search keeps.
                 self.stats.transitions += 1;
                 self.stats.generated += 1;
@@ -428,7 +428,9 @@ impl<P: Process> Search<'_, '_, P> {
                 self.last_print = Footprint::default();
                 return (fact.choices(), false);
             }
-            if let Some(tables) = tables {
+            // Known, but reached by a shorter path than before: it runs,
+            // and `arrived_again` expands its successor again.
+            if let Some(tables) = tables.filter(|_| new) {
                 let choices = fact.choices();
                 // What the crash log names if the successor's checks
                 // crash, as after a run.
@@ -577,6 +579,9 @@ impl<P: Process> Search<'_, '_, P> {
         };
         self.stats.unique += 1;
         let depth = item.depth + 1;
+        if let Some(depths) = &mut self.depths {
+            depths.insert(fp, depth as u32);
+        }
         self.stats.max_depth = self.stats.max_depth.max(depth);
         isolate::publish(
             self.stats.unique,
@@ -819,7 +824,9 @@ impl<P: Process> Search<'_, '_, P> {
     /// (loaded, and captured as `captured` if it was). Under sleep sets,
     /// the state may have events to run that every earlier arrival had
     /// asleep and this one has not: it goes back on the frontier for
-    /// those.
+    /// those. Under a depth bound, a state that only longer paths had
+    /// reached goes back on the frontier in full: it may have successors
+    /// within the bound that its first expansion was too deep to reach.
     fn arrived_again(
         &mut self,
         item: &Item,
@@ -827,20 +834,30 @@ impl<P: Process> Search<'_, '_, P> {
         fp: Fingerprint,
         captured: Option<StateId>,
     ) {
+        // Under a depth bound, a state reached by a shorter path than
+        // before is expanded again, in full, with the depth it has left.
+        let depth = (item.depth + 1) as u32;
+        let shallower = match self.depths.as_mut().and_then(|d| d.get_mut(&fp)) {
+            Some(known) if *known > depth => {
+                *known = depth;
+                true
+            }
+            _ => false,
+        };
         let plan = self.sleep.as_mut().and_then(|sleep| {
-            if !sleep.known(fp) {
+            if shallower || !sleep.known(fp) {
                 return None;
             }
             let asleep = sleep.child(step.event, self.last_print);
             sleep.again(fp, &asleep)
         });
         let e = &mut *self.engine;
-        let Some(plan) = plan else {
+        if plan.is_none() && !shallower {
             if let Some(succ) = captured {
                 e.mem.release(succ);
             }
             return;
-        };
+        }
         let succ = captured.unwrap_or_else(|| {
             let succ = e.mem.capture();
             e.tag_computed(succ);
@@ -859,10 +876,24 @@ impl<P: Process> Search<'_, '_, P> {
             },
             priority,
         );
-        self.sleep
-            .as_mut()
-            .expect("a plan comes from the sleep sets")
-            .requeued(fp, succ, plan);
+        if let Some(plan) = plan {
+            self.sleep
+                .as_mut()
+                .expect("a plan comes from the sleep sets")
+                .requeued(fp, succ, plan);
+        } else {
+            self.stats.revisited += 1;
+        }
         self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
+    }
+
+    /// Whether the known state `fp`, reached now at `depth`, was reached
+    /// only deeper before under a depth bound (and so is to be expanded
+    /// again).
+    fn shallower(&self, fp: Fingerprint, depth: usize) -> bool {
+        self.depths
+            .as_ref()
+            .and_then(|d| d.get(&fp))
+            .is_some_and(|&known| known as usize > depth)
     }
 }

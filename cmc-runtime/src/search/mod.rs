@@ -93,7 +93,20 @@ struct Search<'e, 'm, P: Process> {
     first_keys: Vec<(Option<u128>, Option<expand::Known>)>,
     /// The buffer of the events the guard cache gives an expansion.
     events_buf: Vec<Event>,
+    /// Under a depth bound, in an order that can reach a state by a longer
+    /// path first (depth-first, random, best-first): the smallest depth
+    /// each state was reached at, so that a shorter path reaching it later
+    /// expands it again with the depth it has left (see
+    /// `Search::arrived_again`).
+    depths: Option<DepthMap>,
 }
+
+/// Fingerprints to the smallest depth their state was reached at.
+type DepthMap = hashbrown::HashMap<
+    crate::memory::Fingerprint,
+    u32,
+    std::hash::BuildHasherDefault<crate::visited::IdentityHasher>,
+>;
 
 /// The visited set: this process's own, or the one the workers of a
 /// parallel search share.
@@ -642,6 +655,13 @@ fn search<P: Process>(
             .collect(),
         first_keys: Vec::new(),
         events_buf: Vec::new(),
+        depths: (model.bounds.max_depth.is_some()
+            && matches!(
+                model.strategy,
+                Strategy::Dfs | Strategy::Random | Strategy::BestFirst
+            )
+            && par.is_none())
+        .then(DepthMap::default),
         engine: &mut engine,
     };
     if search.cache.is_some() && search.engine.handlers.len() <= 64 {

@@ -566,6 +566,14 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
             model.name, model.strategy
         )));
     }
+    if model.depth_first_bounded() {
+        return Err(CheckError::Model(format!(
+            "model `{}`: a depth-first search under a depth bound (--max-depth) runs on one \
+             core, so that a state reached first by a long path is expanded again when a \
+             shorter one reaches it; use --jobs 1 with it, or breadth-first search",
+            model.name
+        )));
+    }
     if model.por {
         return Err(CheckError::Model(format!(
             "model `{}`: partial-order reduction (--por) runs on one core; use --jobs 1 with it",
