@@ -33,23 +33,54 @@ fn toml_string(s: &str) -> String {
     serde_json::to_string(s).expect("a string serialises")
 }
 
+/// Of the features asked for, those a package named `name` declaring
+/// `declared` has (`feature`, or `name/feature`).
+fn features_of(project: &Project, name: &str, declared: &[String]) -> Vec<String> {
+    crate::project::requested_features(&project.args)
+        .into_iter()
+        .filter_map(|f| match f.split_once('/') {
+            Some((p, feat)) if p == name => Some(feat.to_string()),
+            Some(_) => None,
+            None => Some(f),
+        })
+        .filter(|f| declared.contains(f))
+        .collect()
+}
+
 fn features_for(project: &Project, pkg: &CmcPackage) -> Vec<String> {
     if project.args.all_features {
         return pkg.declared_features.clone();
     }
-    project
-        .args
-        .features
-        .iter()
-        .flat_map(|f| f.split([' ', ',']))
-        .filter(|f| !f.is_empty())
-        .filter_map(|f| match f.split_once('/') {
-            Some((p, feat)) if p == pkg.name => Some(feat.to_string()),
-            Some(_) => None,
-            None => Some(f.to_string()),
-        })
-        .filter(|f| pkg.declared_features.contains(f))
-        .collect()
+    features_of(project, &pkg.name, &pkg.declared_features)
+}
+
+/// The harness's dependencies on local packages the cmc package depends
+/// on, for the features asked for that the cmc package does not declare
+/// and they do (a feature of the library that a check crate checks):
+/// cargo unifies them with the package's own dependency on them.
+fn forwarded(project: &Project, pkg: &CmcPackage) -> String {
+    if project.args.all_features {
+        return String::new();
+    }
+    let own = features_for(project, pkg);
+    let mut out = String::new();
+    for (i, dep) in pkg.local_deps.iter().enumerate() {
+        let features: Vec<String> = features_of(project, &dep.name, &dep.declared_features)
+            .into_iter()
+            .filter(|f| !own.contains(f))
+            .map(|f| toml_string(&f))
+            .collect();
+        if features.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "forwarded_{i} = {{ package = {}, path = {}, default-features = false, features = [{}] }}\n",
+            toml_string(&dep.name),
+            toml_string(&dep.dir.display().to_string()),
+            features.join(", ")
+        ));
+    }
+    out
 }
 
 fn manifest(project: &Project, pkg: &CmcPackage, name: &str) -> String {
@@ -75,7 +106,7 @@ publish = false
 [dependencies]
 user_models = {{ package = {pkg_name_q}, path = {dir}, default-features = {default}, features = [{features}] }}
 cmc = {{ package = "cmc-runtime", {runtime} }}
-
+{forwarded}
 [profile.release]
 debug = 2
 debug-assertions = true
@@ -95,6 +126,7 @@ debug = 2
         dir = toml_string(&pkg.dir.display().to_string()),
         default = !project.args.no_default_features,
         features = features.join(", "),
+        forwarded = forwarded(project, pkg),
     )
 }
 

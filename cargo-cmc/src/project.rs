@@ -28,6 +28,29 @@ pub(crate) struct CmcPackage {
     pub(crate) lib_name: String,
     /// Every feature the package declares.
     pub(crate) declared_features: Vec<String>,
+    /// The local (path) packages it depends on, directly or not, with the
+    /// features each declares: a feature asked for that the package does
+    /// not declare is enabled on the one that does (the library a check
+    /// crate checks).
+    pub(crate) local_deps: Vec<LocalDep>,
+}
+
+/// A path dependency of a cmc package.
+#[derive(Debug, Clone)]
+pub(crate) struct LocalDep {
+    pub(crate) name: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) declared_features: Vec<String>,
+}
+
+/// The features asked for, one per item (`--features "a b,c"` is three).
+pub(crate) fn requested_features(args: &ProjectArgs) -> Vec<String> {
+    args.features
+        .iter()
+        .flat_map(|f| f.split([' ', ',']))
+        .filter(|f| !f.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// The project `cargo cmc` runs in.
@@ -42,7 +65,20 @@ pub(crate) struct Project {
 
 const RUNTIME: &str = "cmc-runtime";
 
+/// The project's metadata, resolved with the features asked for; when the
+/// package there does not declare one of them (it may be the check crate's
+/// or the library's only: `cargo cmc` routes each feature to the package
+/// that declares it), resolved without them.
 fn metadata(args: &ProjectArgs) -> Result<Metadata> {
+    match metadata_with(args, true) {
+        Err(e) if e.to_string().contains("does not contain this feature") => {
+            metadata_with(args, false)
+        }
+        other => other,
+    }
+}
+
+fn metadata_with(args: &ProjectArgs, with_features: bool) -> Result<Metadata> {
     let mut cmd = MetadataCommand::new();
     if let Some(path) = &args.manifest_path {
         cmd.manifest_path(path);
@@ -53,14 +89,8 @@ fn metadata(args: &ProjectArgs) -> Result<Metadata> {
     if args.no_default_features {
         cmd.features(CargoOpt::NoDefaultFeatures);
     }
-    let features: Vec<String> = args
-        .features
-        .iter()
-        .flat_map(|f| f.split([' ', ',']))
-        .filter(|f| !f.is_empty())
-        .map(String::from)
-        .collect();
-    if !features.is_empty() {
+    let features = requested_features(args);
+    if with_features && !features.is_empty() {
         cmd.features(CargoOpt::SomeFeatures(features));
     }
     cmd.exec().map_err(|e| match e {
@@ -181,6 +211,22 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             runtime: runtime_of(&meta, pkg)?,
             lib_name: lib.name.replace('-', "_"),
             declared_features: pkg.features.keys().cloned().collect(),
+            local_deps: meta
+                .packages
+                .iter()
+                .filter(|p| {
+                    p.source.is_none()
+                        && p.id != pkg.id
+                        && !matches!(p.name.as_str(), RUNTIME | "cmc-macros")
+                })
+                .filter_map(|p| {
+                    Some(LocalDep {
+                        name: p.name.to_string(),
+                        dir: p.manifest_path.parent()?.to_path_buf().into(),
+                        declared_features: p.features.keys().cloned().collect(),
+                    })
+                })
+                .collect(),
         });
     }
     if packages.is_empty() && args.manifest_path.is_none() && !explicit {
@@ -208,6 +254,35 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             "no package in {} depends on {RUNTIME}, and there is no check crate (cmc/Cargo.toml): `cargo cmc init` makes one, with a sample model",
             meta.workspace_root
         );
+    }
+    // Each feature asked for must be some package's: a cmc package's, or a
+    // local package's it depends on.
+    for f in requested_features(args) {
+        let declared = |name: &str, features: &[String], f: &str| match f.split_once('/') {
+            Some((p, feat)) => p == name && features.iter().any(|x| x == feat),
+            None => features.iter().any(|x| x == f),
+        };
+        let known = packages.iter().any(|p| {
+            declared(&p.name, &p.declared_features, &f)
+                || p.local_deps
+                    .iter()
+                    .any(|d| declared(&d.name, &d.declared_features, &f))
+        });
+        if !known {
+            let mut names: Vec<&str> = packages
+                .iter()
+                .flat_map(|p| {
+                    std::iter::once(p.name.as_str())
+                        .chain(p.local_deps.iter().map(|d| d.name.as_str()))
+                })
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            bail!(
+                "no package declares the feature `{f}` (the packages checked and the local packages they depend on: {})",
+                names.join(", ")
+            );
+        }
     }
     Ok(Project {
         workspace_root: meta.workspace_root.clone().into(),

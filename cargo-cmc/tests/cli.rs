@@ -1591,6 +1591,92 @@ fn init_makes_a_check_crate_that_passes_out_of_the_box() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--features` in a crate with a check crate: a feature of the library
+/// alone reaches the library (cargo cmc enables it there), a feature of
+/// the check crate alone reaches the check crate, and a feature nobody
+/// declares is an error that names the packages.
+#[test]
+fn features_reach_the_package_that_declares_them() {
+    let dir = tempdir("init-features");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"my-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [features]\nlib-bug = []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn limit() -> u8 {\n    if cfg!(feature = \"lib-bug\") { 4 } else { 3 }\n}\n",
+    )
+    .unwrap();
+    let out = run(&dir, &["init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest = dir.join("cmc/Cargo.toml");
+    let m = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{m}\n[features]\ncheck-only = []\n")).unwrap();
+    let lib = dir.join("cmc/src/lib.rs");
+    let l = std::fs::read_to_string(&lib).unwrap();
+    // The sample's counters stop at the library's limit (3 unless the
+    // library's feature is on); a second model exists only under the
+    // check crate's feature.
+    let l = l.replace("self.value < 3", "self.value < my_lib::limit()");
+    std::fs::write(
+        &lib,
+        format!(
+            "{l}\n#[cfg(feature = \"check-only\")]\n#[cmc::model]\n\
+             pub fn extra() -> cmc::Model<Counter> {{\n    \
+             cmc::Model::new(\"extra\", 1, |_| Counter {{ value: 0 }}).quiescence_ok(true)\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = run(&dir, &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = run(&dir, &["check", "--features", "lib-bug"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("at_most_three"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(&dir, &["check", "--features", "check-only"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .any(|l| summary_re(l, "my_lib_cmc::extra", "pass") && l.contains("unique=4 ")),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(&dir, &["check", "--features", "no-such-feature"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no package declares the feature `no-such-feature`")
+            && err.contains("my-lib, my-lib-cmc"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `cargo cmc init` in a member of a workspace (whose root is not a
 /// package): the check crate goes into the member, depends on it, and
 /// `cargo cmc check` from the member finds it.
