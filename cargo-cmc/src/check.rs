@@ -40,7 +40,14 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
                 .ok()
                 .filter(|d| !d.is_zero())
                 .with_context(|| {
-                    format!("--time-limit must be a positive number of seconds, not {secs:?}")
+                    if secs.is_finite() && secs > 0.0 {
+                        format!(
+                            "--time-limit {secs:?} is too large for a time limit (leave it out \
+                             for none)"
+                        )
+                    } else {
+                        format!("--time-limit must be a positive number of seconds, not {secs:?}")
+                    }
                 })?,
         );
     }

@@ -219,8 +219,9 @@ pub(crate) struct CheckArgs {
     #[arg(long)]
     pub(crate) no_transition_cache: bool,
     /// How processes are fingerprinted (default: each type's best source:
-    /// StateHash, then Hash, then Debug, then the canonical heap, unless
-    /// the model chooses; -v says which each type used).
+    /// StateHash, then Hash, then Debug, then its type information
+    /// (typed), then the canonical heap, unless the model chooses; -v says
+    /// which each type used).
     #[arg(long, value_enum)]
     pub(crate) fingerprint: Option<FingerprintArg>,
     /// Bits of each fingerprint the visited set keeps.
@@ -234,7 +235,7 @@ pub(crate) struct CheckArgs {
         num_args = 0..=1,
         require_equals = true,
         default_missing_value = "2",
-        value_parser = clap::value_parser!(u64).range(2..)
+        value_parser = runs_to_compare
     )]
     pub(crate) check_determinism: Option<u64>,
     /// Run each transition that draws randomness (thread_rng, OsRng, a new
@@ -367,6 +368,20 @@ pub(crate) fn main() -> ExitCode {
             report_error(json, &format!("{err:#}"));
             ExitCode::from(FAILURE)
         }
+    }
+}
+
+/// `--check-determinism N`: how many runs of each piece of code to
+/// compare, at least two.
+fn runs_to_compare(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 2 => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} run{} of each piece of code cannot show a difference: give 2 or more \
+             (or no number, for 2)",
+            if n == 1 { "" } else { "s" }
+        )),
+        Err(_) => Err(format!("`{s}` is not a number of runs (2 or more)")),
     }
 }
 

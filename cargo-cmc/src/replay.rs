@@ -220,10 +220,11 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
         }
         cmd.push(n.to_string());
     }
+    let n = trace.steps.len();
     println!(
-        "replaying {} ({} steps) from {}",
+        "replaying {} ({n} step{}) from {}",
         trace.model,
-        trace.steps.len(),
+        if n == 1 { "" } else { "s" },
         args.file.display()
     );
     let mut outcome: Option<ReplayOutcome> = None;

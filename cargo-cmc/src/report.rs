@@ -98,7 +98,17 @@ fn lanes(trace: &Trace) -> Vec<Lane> {
                     .steps
                     .iter()
                     .find(|s| s.process == Some(p))
-                    .map_or_else(|| format!("process {p}"), |s| s.actor.clone()),
+                    .map_or_else(
+                        || format!("process {p}"),
+                        // Under `#[cmc::roles]` handlers are named
+                        // `Role::handler`: the lane says the role too.
+                        |s| match s.handler.split_once("::") {
+                            Some((role, _)) if !role.is_empty() => {
+                                format!("{} ({role})", s.actor)
+                            }
+                            _ => s.actor.clone(),
+                        },
+                    ),
             };
             Lane { actor, name }
         })
@@ -647,11 +657,13 @@ fn arrow(
         Fate::Delivered => (x2 + 11, end_y - 6),
         Fate::Lost if same_lane => (sx - 40, end_y),
         Fate::Lost => (sx + (x2 - sx) * 3 / 5, end_y),
-        // A message never delivered: a short stub toward its receiver
-        // (the step list says where it went), not a line across every row
-        // below.
+        // A message never delivered: a dashed line within its row that
+        // ends, open, at its receiver's lifeline (a user read the short
+        // stub of earlier versions as pointing nowhere), not a line across
+        // every row below.
         Fate::InFlight if same_lane => (sx - 30, sy + 18),
-        Fate::InFlight => (sx + (x2 - sx).signum() * 40, sy + 18),
+        Fate::InFlight if x2 > sx => (x2 - 6, sy + 18),
+        Fate::InFlight => (x2 + 6, sy + 18),
         Fate::Failed if x2 >= sx => (sx + 36, sy + 12),
         Fate::Failed => (sx - 36, sy + 12),
     };
@@ -803,9 +815,8 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
             if let Some(v) = &trace.violation {
                 let _ = writeln!(
                     out,
-                    "<div class=\"failure\">✗ <strong>{}</strong> violated: <strong>{}</strong>: {}</div>",
-                    esc(v.kind.as_str()),
-                    esc(&v.property),
+                    "<div class=\"failure\">✗ <strong>{}</strong>: {}</div>",
+                    esc(&v.headline()),
                     esc(&v.message)
                 );
             }

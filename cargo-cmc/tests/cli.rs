@@ -1087,7 +1087,7 @@ fn each_violation_replays_and_each_verdict_is_distinct() {
     for (command, expected) in [
         (
             panic,
-            "the violation reproduces: panic violated: receive: process 1: out of order:",
+            "the violation reproduces: panic in receive: process 1: out of order:",
         ),
         (
             acks,
@@ -1191,7 +1191,7 @@ fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
     );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
-    assert!(stdout.contains("crash violated: receive"), "{stdout}");
+    assert!(stdout.contains("crash in receive"), "{stdout}");
     let commands = replay_commands(&stdout);
     assert_eq!(commands.len(), 1, "{stdout}");
     let out = paste(&dir, &commands[0]);
@@ -1203,7 +1203,7 @@ fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
         text(&out.stderr)
     );
     assert!(
-        replayed.contains("the violation reproduces: crash violated: receive"),
+        replayed.contains("the violation reproduces: crash in receive"),
         "{replayed}"
     );
     // A panic whose message has three lines (and quotes): the emitted test
@@ -1243,7 +1243,7 @@ fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
         "the emitted test passed while the bug is there:\n{all}"
     );
     assert!(
-        all.contains("the counterexample still reproduces: panic violated: receive"),
+        all.contains("the counterexample still reproduces: panic in receive"),
         "{all}"
     );
     assert!(
@@ -1303,17 +1303,17 @@ fn misbehaving_user_code_is_reported_and_the_other_models_still_run() {
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     // Either process's tick, whichever the search reaches first.
     assert!(
-        stdout.lines().any(
-            |l| l.contains("timeout violated: tick: handler tick of process ")
-                && l.contains(" did not return within 1 s")
-        ),
+        stdout
+            .lines()
+            .any(|l| l.contains("timeout in tick: handler tick of process ")
+                && l.contains(" did not return within 1 s")),
         "{stdout}"
     );
     assert!(
-        stdout.lines().any(
-            |l| l.contains("crash violated: tick: handler tick of process ")
-                && l.contains(" ended the checking process with exit status 7")
-        ),
+        stdout
+            .lines()
+            .any(|l| l.contains("crash in tick: handler tick of process ")
+                && l.contains(" ended the checking process with exit status 7")),
         "{stdout}"
     );
     assert!(
@@ -1357,7 +1357,7 @@ fn misbehaving_user_code_is_reported_and_the_other_models_still_run() {
         text(&out.stderr)
     );
     assert!(
-        replayed.contains("the violation reproduces: timeout violated: tick"),
+        replayed.contains("the violation reproduces: timeout in tick"),
         "{replayed}"
     );
 }
@@ -1370,23 +1370,26 @@ fn crashes_outside_handlers_and_panic_tricks_are_pinned_on_their_code() {
     // replays; no process is left behind.
     let dir = fixture("misbehaving");
     let models = [
-        ("resumes", "panic violated: tick: process 0: resumed at three"),
-        ("hooks", "panic violated: tick: process 0: panicked after installing a hook"),
+        ("resumes", "panic in tick: process 0: resumed at three"),
+        (
+            "hooks",
+            "panic in tick: process 0: panicked after installing a hook",
+        ),
         (
             "guard_crashes",
-            "crash violated: guard of tick: the guard of tick in process 0 crashed: killed by SIGSEGV",
+            "crash in guard of tick: the guard of tick in process 0 crashed: killed by SIGSEGV",
         ),
         (
             "invariant_crashes",
-            "crash violated: modest: invariant modest of process 0 crashed: killed by SIGSEGV",
+            "crash in modest: invariant modest of process 0 crashed: killed by SIGSEGV",
         ),
         (
             "constructor_crashes",
-            "crash violated: initialisation of process 1: the constructor of process 1 crashed",
+            "crash in initialisation of process 1: the constructor of process 1 crashed",
         ),
         (
             "hoards",
-            "arena_exhausted violated: tick: process 0's arena exceeded 256 MiB",
+            "arena exhausted in tick: process 0's arena exceeded 256 MiB",
         ),
     ];
     let mut args = vec!["check", "--strategy", "bfs"];
@@ -1436,7 +1439,15 @@ fn bad_limits_are_clear_errors() {
     for (args, expected) in [
         (
             vec!["--time-limit", "1e300"],
-            "--time-limit must be a positive number of seconds, not 1e300",
+            "--time-limit 1e300 is too large for a time limit",
+        ),
+        (
+            vec!["--time-limit=-3"],
+            "--time-limit must be a positive number of seconds, not -3",
+        ),
+        (
+            vec!["--check-determinism=1"],
+            "1 run of each piece of code cannot show a difference: give 2 or more",
         ),
         (
             vec!["--transition-timeout=-1"],

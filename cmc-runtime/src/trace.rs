@@ -145,13 +145,32 @@ pub struct ViolationRecord {
     pub location: Option<String>,
 }
 
+impl ViolationRecord {
+    /// What went wrong and where, before the message: `invariant
+    /// violated: NAME`, `panic in HANDLER`, `deadlock`, … (the kind, and
+    /// the property or the code it happened in).
+    pub fn headline(&self) -> String {
+        let p = &self.property;
+        match self.kind {
+            ViolationKind::Invariant | ViolationKind::Liveness => {
+                format!("{} violated: {p}", self.kind)
+            }
+            ViolationKind::NeverReached => format!("never reached: {p}"),
+            ViolationKind::Deadlock => "deadlock".to_string(),
+            ViolationKind::Panic => format!("panic in {p}"),
+            ViolationKind::Crash => format!("crash in {p}"),
+            ViolationKind::Timeout => format!("timeout in {p}"),
+            ViolationKind::ArenaExhausted => format!("arena exhausted in {p}"),
+            ViolationKind::Leak => format!("leak in {p}"),
+            ViolationKind::Nondeterminism => format!("nondeterminism in {p}"),
+            ViolationKind::ModelError => format!("model error in {p}"),
+        }
+    }
+}
+
 impl fmt::Display for ViolationRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} violated: {}: {}",
-            self.kind, self.property, self.message
-        )?;
+        write!(f, "{}: {}", self.headline(), self.message)?;
         if let Some(location) = &self.location {
             write!(f, " (at {location})")?;
         }
@@ -283,7 +302,9 @@ impl Trace {
 
 impl fmt::Display for Trace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "trace of {} ({} steps):", self.model, self.steps.len())?;
+        let n = self.steps.len();
+        let s = if n == 1 { "" } else { "s" };
+        writeln!(f, "trace of {} ({n} step{s}):", self.model)?;
         for (i, step) in self.steps.iter().enumerate() {
             if self.loop_start == Some(i) {
                 writeln!(
