@@ -53,6 +53,17 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Asserts `out` exited with `code`, showing what it printed if not.
+fn exits_with(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
 fn summary_re(line: &str, model: &str, verdict: &str) -> bool {
     let prefix = format!("cmc: {model} {verdict} unique=");
     let Some(rest) = line.strip_prefix(&prefix) else {
@@ -1622,7 +1633,7 @@ fn features_reach_the_package_that_declares_them() {
     )
     .unwrap();
     let out = run(&dir, &["init"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    exits_with(&out, 0);
     let manifest = dir.join("cmc/Cargo.toml");
     let m = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, format!("{m}\n[features]\ncheck-only = []\n")).unwrap();
@@ -1642,34 +1653,16 @@ fn features_reach_the_package_that_declares_them() {
     )
     .unwrap();
     let out = run(&dir, &["check"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    exits_with(&out, 0);
     let out = run(&dir, &["check", "--features", "lib-bug"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    exits_with(&out, 1);
     assert!(
         text(&out.stdout).contains("at_most_three"),
         "{}",
         text(&out.stdout)
     );
     let out = run(&dir, &["check", "--features", "check-only"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    exits_with(&out, 0);
     assert!(
         text(&out.stdout)
             .lines()
@@ -1678,7 +1671,7 @@ fn features_reach_the_package_that_declares_them() {
         text(&out.stdout)
     );
     let out = run(&dir, &["check", "--features", "no-such-feature"]);
-    assert_eq!(out.status.code(), Some(2));
+    exits_with(&out, 2);
     let err = text(&out.stderr);
     assert!(
         err.contains("no package declares the feature `no-such-feature`")
