@@ -125,7 +125,11 @@ impl Output {
                 "{}",
                 json!({"type": "error", "model": model, "message": message})
             ),
-            MessageFormat::Human => eprintln!("error: {model}: {message}"),
+            MessageFormat::Human => {
+                // The line names the model already.
+                let message = message.replace(&format!("model `{model}`: "), "");
+                eprintln!("error: {model}: {message}")
+            }
         }
     }
 
