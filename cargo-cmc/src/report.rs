@@ -793,6 +793,13 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
             }
             out.push_str("</ul>\n");
         }
+        if !step.timers.is_empty() {
+            out.push_str("<ul class=\"timers\">");
+            for t in &step.timers {
+                let _ = write!(out, "<li>{}</li>", esc(t));
+            }
+            out.push_str("</ul>\n");
+        }
         if !step.fingerprint.is_empty() {
             let _ = writeln!(
                 out,

@@ -275,6 +275,7 @@ fn step(process: Option<usize>, handler: &str, kind: StepKind) -> Step {
         from: None,
         to: None,
         sent: Vec::new(),
+        timers: Vec::new(),
         fingerprint: "00ff".into(),
         before: None,
         after: None,

@@ -33,6 +33,9 @@ pub(crate) struct Run {
     pub(crate) delivered: Option<(usize, usize, String)>,
     /// Messages sent: (receiver, `Debug`, what happened to it).
     pub(crate) sent: Vec<(usize, String, &'static str)>,
+    /// Timers the run started or cancelled, in order: "sets timer `t`",
+    /// "cancels timer `t`" (only those whose state changed).
+    pub(crate) timers: Vec<String>,
     /// A model error raised by the environment (the network bound).
     pub(crate) model_error: Option<String>,
     /// A replayed choice that is out of its range now: the trace does not
@@ -563,6 +566,16 @@ pub fn choose(n: usize) -> usize {
     choice(n, "cmc::choose")
 }
 
+/// Records a timer the run started or cancelled, when it describes its
+/// steps.
+fn note_timer(what: &'static str, name: &str) {
+    with_run("Ctx::set_timer", |run| {
+        if run.describe {
+            run.timers.push(format!("{what} timer `{name}`"));
+        }
+    })
+}
+
 /// Records the fate of a copy sent to `to`, when the run describes its
 /// steps.
 #[track_caller]
@@ -824,15 +837,30 @@ impl<P: Process> Ctx<'_, P> {
     /// expiry runs the process's handler for that timer at some later point.
     pub fn set_timer(&mut self, name: &str) {
         let me = self.me;
-        let _in_env = self.mem.enter(self.env_arena);
-        self.env_mut().set_timer(me, name);
+        let was = {
+            let _sys = system_scope();
+            self.env().timer_pending(me, name)
+        };
+        {
+            let _in_env = self.mem.enter(self.env_arena);
+            self.env_mut().set_timer(me, name);
+        }
+        if !was {
+            note_timer("sets", name);
+        }
     }
 
     /// Cancels the timer `name`; returns whether it was pending.
     pub fn cancel_timer(&mut self, name: &str) -> bool {
         let me = self.me;
-        let _in_env = self.mem.enter(self.env_arena);
-        self.env_mut().cancel_timer(me, name)
+        let was = {
+            let _in_env = self.mem.enter(self.env_arena);
+            self.env_mut().cancel_timer(me, name)
+        };
+        if was {
+            note_timer("cancels", name);
+        }
+        was
     }
 
     /// Whether the timer `name` is pending.

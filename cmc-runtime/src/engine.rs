@@ -128,6 +128,8 @@ pub(crate) struct Outcome {
     pub(crate) model_error: Option<String>,
     pub(crate) delivered: Option<(usize, usize, String)>,
     pub(crate) sent: Vec<(usize, String, &'static str)>,
+    /// Timers it started or cancelled (see `ctx::Run::timers`).
+    pub(crate) timers: Vec<String>,
     /// Whether the run drew randomness (looked at only with more than one
     /// random seed).
     pub(crate) drew: bool,
@@ -1324,6 +1326,7 @@ impl<'m, P: Process> Engine<'m, P> {
         let mut outcome = self.run(e, script, seed, false, pre);
         outcome.delivered = described.delivered;
         outcome.sent = described.sent;
+        outcome.timers = described.timers;
         outcome
     }
 
@@ -1482,6 +1485,7 @@ impl<'m, P: Process> Engine<'m, P> {
             misfit: run.misfit,
             delivered: run.delivered,
             sent: run.sent,
+            timers: run.timers,
             global_error,
             thread_error,
         }
@@ -1844,6 +1848,7 @@ impl<'m, P: Process> Engine<'m, P> {
                     fate: fate.into(),
                 })
                 .collect(),
+            timers: outcome.timers,
             fingerprint,
             before,
             after,
@@ -1897,6 +1902,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 from: None,
                 to: None,
                 sent: Vec::new(),
+                timers: Vec::new(),
                 fingerprint: String::new(),
                 before: None,
                 after: None,
@@ -2460,6 +2466,7 @@ pub(crate) fn bare_trace<P: Process>(
                 from: None,
                 to: None,
                 sent: Vec::new(),
+                timers: Vec::new(),
                 fingerprint: String::new(),
                 before: None,
                 after: None,

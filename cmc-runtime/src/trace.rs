@@ -121,6 +121,11 @@ pub struct Step {
     /// The messages this step sent.
     #[serde(default)]
     pub sent: Vec<Sent>,
+    /// The timers this step started or cancelled, in order ("sets timer
+    /// `t`", "cancels timer `t`"; a timer already pending that it set
+    /// again, or one not pending that it cancelled, is not listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timers: Vec<String>,
     /// The fingerprint of the state after this step (hex).
     pub fingerprint: String,
     /// The acting process's state before the step (`Debug`), when shown.
@@ -337,6 +342,9 @@ impl fmt::Display for Trace {
                 if s.fate != "sent" {
                     write!(f, " ({})", s.fate)?;
                 }
+            }
+            for t in &step.timers {
+                write!(f, "\n         {t}")?;
             }
             writeln!(f)?;
             if let Some(before) = &step.before {

@@ -410,6 +410,64 @@ fn ping_pong() -> Model<Player> {
     .quiescence_ok(true)
 }
 
+/// A trace lists the timers each step started or cancelled (the text, the
+/// HTML report and JSON), and only those whose state changed.
+#[test]
+fn a_trace_shows_the_timers_each_step_sets_and_cancels() {
+    let r = ping_pong()
+        .strategy(Strategy::Bfs)
+        .invariant("no_round", |w| {
+            if w.process(0).count >= 1 {
+                Err("a round was played".into())
+            } else {
+                Ok(())
+            }
+        })
+        .check()
+        .unwrap();
+    let trace = &r.violations[0].trace;
+    let timers: Vec<&[String]> = trace.steps.iter().map(|s| &s.timers[..]).collect();
+    assert_eq!(
+        timers,
+        vec![
+            &["sets timer `resend`".to_string()][..],
+            &[][..],
+            &["cancels timer `resend`".to_string()][..],
+        ],
+        "{trace}"
+    );
+    let text = trace.to_string();
+    assert!(
+        text.contains("sets timer `resend`") && text.contains("cancels timer `resend`"),
+        "{text}"
+    );
+    // A resend after the timer expired sets it again (the expiry consumed
+    // it); the expiry itself is the step's kind, not a listed change.
+    let r = ping_pong()
+        .strategy(Strategy::Bfs)
+        .invariant("no_resend", |w| {
+            if w.in_flight()
+                .filter(|(_, _, m)| matches!(m, Ball::Ping(_)))
+                .count()
+                >= 2
+            {
+                Err("two pings in flight".into())
+            } else {
+                Ok(())
+            }
+        })
+        .check()
+        .unwrap();
+    let trace = &r.violations[0].trace;
+    let last = trace.steps.last().unwrap();
+    assert_eq!(last.handler, "resend", "{trace}");
+    assert_eq!(
+        last.timers,
+        vec!["sets timer `resend`".to_string()],
+        "{trace}"
+    );
+}
+
 #[test]
 fn ping_pong_over_a_lossy_network_has_an_exact_state_count() {
     let dfs = ping_pong().check().unwrap();
