@@ -739,11 +739,14 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
         };
         let _ = write!(
             out,
-            "<li id=\"step-{}\" class=\"step {kind}{}\"><div class=\"what\">\
+            // The number explicitly: a lasso's cycle banner is an item of
+            // the list too, which would shift every number after it.
+            "<li id=\"step-{}\" class=\"step {kind}{}\" value=\"{}\"><div class=\"what\">\
              <span class=\"actor\">{}</span> <code class=\"handler\">{}</code> \
              <span class=\"badge {kind}\">{kind}</span>",
             i + 1,
             if fail { " failing" } else { "" },
+            i + 1,
             esc(&step.actor),
             esc(&step.handler)
         );
@@ -794,7 +797,7 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
             out.push_str("</ul>\n");
         }
         if !step.timers.is_empty() {
-            out.push_str("<ul class=\"timers\">");
+            out.push_str("<ul class=\"sent timers\">");
             for t in &step.timers {
                 let _ = write!(out, "<li>{}</li>", esc(t));
             }

@@ -473,6 +473,16 @@ fn check_common(trace: &Trace, html: &str) {
     let n = trace.steps.len();
     assert_eq!(count(html, "<g class=\"step-row"), n, "one row per step");
     assert_eq!(count(html, "<li id=\"step-"), n, "one list item per step");
+    for k in 1..=n {
+        // Numbered as its step, whatever comes before it in the list (a
+        // lasso's cycle banner is an item too).
+        let item = &html[html.find(&format!("<li id=\"step-{k}\"")).unwrap()..];
+        assert!(
+            item[..item.find('>').unwrap()].contains(&format!(" value=\"{k}\"")),
+            "step {k}: {}",
+            &item[..item.find('>').unwrap()]
+        );
+    }
     assert_eq!(
         count(html, "<g class=\"msg delivered"),
         deliveries(trace),
