@@ -12,58 +12,58 @@
 //! * [`visited::Visited`], the hash-compacted set of visited fingerprints;
 //! * [`scrub_stack`], which makes stack garbage deterministic.
 
-mod alloc;
-mod arena;
-pub mod canon;
-mod ctx;
+// The layers, bottom first; a folder imports only from the folders above
+// it in this list (the test `tests/tests/layers.rs` enforces it, and the
+// book's architecture chapter explains each).
+pub mod determinism;
+mod driver;
 mod engine;
-mod env;
-mod globals;
-mod harness;
-mod hash;
-mod heap;
 pub mod identity;
-mod isolate;
 pub mod memory;
 mod model;
-mod por;
-pub mod progress;
-pub mod registry;
-mod replay;
-mod roles;
 mod search;
-mod shared;
-mod stack;
-mod store;
-mod symbols;
 mod sys;
-mod threads;
-mod trace;
-mod tracking;
-mod tree;
-pub mod visited;
-mod world;
 
-pub use crate::alloc::{in_any_arena, Allocator, Entered};
-pub use crate::arena::{ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE};
-pub use crate::ctx::{choose, Ctx, SendError, View};
+/// Heap canonicalization (see [`identity`]); the path of earlier releases.
+pub mod canon {
+    pub use crate::identity::canon::*;
+}
+/// The hash-compacted visited set; the path of earlier releases.
+pub mod visited {
+    pub use crate::identity::visited::*;
+}
+/// Progress reports of a running search.
+pub mod progress {
+    pub use crate::search::progress::*;
+}
+/// Registered models and invariants, and the options a harness applies.
+pub mod registry {
+    pub use crate::driver::registry::*;
+}
+
+pub use crate::driver::replay::ReplayOutcome;
+pub use crate::engine::trace::{
+    BuildInfo, CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
+    ViolationRecord, TRACE_VERSION,
+};
 pub use crate::engine::CheckError;
-pub use crate::hash::PageHasher;
-pub use crate::hash::STATE_HASH;
 pub use crate::identity::StateHash;
+pub use crate::memory::alloc::{in_any_arena, Allocator};
+pub use crate::memory::arena::{
+    ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE,
+};
 pub use crate::memory::FingerprintWidth;
+pub use crate::model::ctx::{choose, Ctx, SendError, View};
+pub use crate::model::world::World;
 pub use crate::model::{
     Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
     Invariant, Message, Model, NetworkConfig, OnFull, Process, Property, PropertyKind, StateHasher,
     Strategy, Trigger,
 };
-pub use crate::replay::ReplayOutcome;
-pub use crate::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
-pub use crate::trace::{
-    BuildInfo, CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
-    ViolationRecord, TRACE_VERSION,
-};
-pub use crate::world::World;
+pub use crate::sys::hash::PageHasher;
+pub use crate::sys::hash::STATE_HASH;
+pub use crate::sys::scope::Entered;
+pub use crate::sys::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
 pub use cmc_macros::{eventually, invariant, model, process, roles, sometimes, StateHash};
 
 impl<P: Process> Model<P> {
@@ -78,7 +78,7 @@ impl<P: Process> Model<P> {
     /// Re-executes a trace on a fresh instance of the model, checking every
     /// step's fingerprint, and reports whether its violation reproduces.
     pub fn replay(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        replay::replay(self, trace)
+        driver::replay::replay(self, trace)
     }
 
     /// [`Model::check`] in a child process, so that a crash in user code (a
@@ -91,7 +91,7 @@ impl<P: Process> Model<P> {
     /// [`Model::replay`] in a child process: a crash at the trace's last step
     /// reproduces a crash violation.
     pub fn replay_isolated(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        replay::replay_isolated(self, trace)
+        driver::replay::replay_isolated(self, trace)
     }
 }
 
@@ -99,9 +99,9 @@ impl<P: Process> Model<P> {
 /// stability promise; users never name it.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::harness::harness_main;
-    pub use crate::registry::private::{check_model, replay_model};
-    pub use crate::registry::{InvariantEntry, ModelEntry, RunOptions};
+    pub use crate::driver::harness::harness_main;
+    pub use crate::driver::registry::private::{check_model, replay_model};
+    pub use crate::driver::registry::{InvariantEntry, ModelEntry, RunOptions};
     pub use inventory;
     pub use std::any::TypeId;
 
@@ -110,11 +110,11 @@ pub mod __private {
         NoHash, NoState,
     };
     pub use crate::identity::Sources;
-    pub use crate::model::StateHasher;
-    pub use crate::roles::{
+    pub use crate::model::roles::{
         lift_handlers, lift_invariants, role_has_source, role_hash, Narrowing, Role, RoleTables,
         MAX_ENTRIES,
     };
+    pub use crate::model::StateHasher;
     pub use std::sync::OnceLock;
 
     /// `SelfContained::<T>::VALUE`: `T`'s `StateHash::SELF_CONTAINED` when
@@ -145,7 +145,7 @@ pub mod __private {
 pub mod __bench {
     /// The fold hash pages and heap objects are hashed with.
     pub fn hash(data: &[u8]) -> u128 {
-        crate::hash::fold_hash(data)
+        crate::sys::hash::fold_hash(data)
     }
 
     /// Runs `f` with the chunk-hash cache reading `mem`'s pages, as the
@@ -162,13 +162,13 @@ pub mod __bench {
 
     /// The content-addressed page store, for measuring insertion alone.
     #[derive(Debug)]
-    pub struct PageStore(crate::store::PageStore);
+    pub struct PageStore(crate::memory::store::PageStore);
 
     impl PageStore {
         /// An empty store.
         #[allow(clippy::new_without_default, reason = "a benchmark hook, not API")]
         pub fn new() -> Self {
-            PageStore(crate::store::PageStore::new())
+            PageStore(crate::memory::store::PageStore::new())
         }
 
         /// Stores (or finds) a page whose hash is already known.

@@ -104,7 +104,7 @@ fn controls(rms: usize, runs: usize) {
     let mut unique = 0;
     for _ in 0..runs {
         for seeded in [true, false] {
-            cmc::identity::random::set_enabled(seeded);
+            cmc::determinism::random::set_enabled(seeded);
             let (n, t) = measure(
                 || two_phase_commit::two_phase_commit(rms),
                 FingerprintMode::State,
@@ -118,7 +118,7 @@ fn controls(rms: usize, runs: usize) {
             }
         }
     }
-    cmc::identity::random::set_enabled(true);
+    cmc::determinism::random::set_enabled(true);
     let median = |v: &mut Vec<Duration>| {
         v.sort();
         v[v.len() / 2].as_nanos() as f64 / unique as f64

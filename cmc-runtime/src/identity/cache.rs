@@ -7,7 +7,7 @@
 //! hash reads their own bytes only, or a long `write` of raw bytes — is
 //! hashed in chunks at fixed offsets from its start, and its hash is the
 //! position-weighted sum of its chunks' hashes (the terms of
-//! [`crate::hash::term`]), fed to the hasher as one value.
+//! [`crate::sys::hash::term`]), fed to the hasher as one value.
 //!
 //! A chunk's hash is a function of its bytes, and the memory knows, for
 //! every page it holds, whether the page still equals a stored page and
@@ -31,8 +31,8 @@
 use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::identity::hasher::StateHasher;
 use crate::memory::Memory;
-use crate::model::StateHasher;
 use crate::sys::PAGE;
 
 /// Bytes per chunk.
@@ -72,7 +72,7 @@ struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
-        crate::hash::fmix64(self.0)
+        crate::sys::hash::fmix64(self.0)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -158,7 +158,7 @@ fn run(
     let mut sum = 0u128;
     let mem = MEMORY.with(Cell::get);
     // The cache lives in checker memory, whatever arena is current.
-    let _sys = crate::ctx::system_scope();
+    let _sys = crate::sys::scope::system_scope();
     let cached = !mem.is_null()
         && CACHE.with(|c| {
             // A chunk's hashing may itself hash a long run (an element
@@ -182,7 +182,7 @@ fn run(
     }
     count(n as u64, 0);
     for i in 0..n {
-        sum = sum.wrapping_add(crate::hash::term(0, i, compute(i)));
+        sum = sum.wrapping_add(crate::sys::hash::term(0, i, compute(i)));
     }
     sum
 }
@@ -256,7 +256,7 @@ fn cached_run(
             *slot = (pages, h);
             h
         };
-        sum = sum.wrapping_add(crate::hash::term(0, i, h));
+        sum = sum.wrapping_add(crate::sys::hash::term(0, i, h));
     }
     count(hashed, found);
     sum
@@ -264,7 +264,7 @@ fn cached_run(
 
 /// Feeds `bytes` (at least [`MIN_RUN_BYTES`] long) to `h` as a long run:
 /// its length, then the sum of its chunks' terms.
-pub(crate) fn write_run(h: &mut crate::hash::FoldStream, bytes: &[u8]) {
+pub(crate) fn write_run(h: &mut crate::sys::hash::FoldStream, bytes: &[u8]) {
     debug_assert!(bytes.len() >= MIN_RUN_BYTES);
     let sum = run(bytes.as_ptr() as usize, bytes.len(), CHUNK_BYTES, 0, |i| {
         let piece = &bytes[i * CHUNK_BYTES..bytes.len().min((i + 1) * CHUNK_BYTES)];

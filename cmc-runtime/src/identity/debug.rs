@@ -22,8 +22,8 @@ use std::cell::RefCell;
 use std::fmt::{Debug, Write};
 use std::hash::Hasher;
 
-use crate::ctx::system_scope;
-use crate::model::StateHasher;
+use crate::identity::hasher::StateHasher;
+use crate::sys::scope::system_scope;
 
 thread_local! {
     /// The formatting buffer, reused (it lives in checker memory).
@@ -172,7 +172,7 @@ pub(crate) fn canonical_hash(text: &[u8]) -> u128 {
                     None => &mut top,
                 };
                 out.write_u8(b'#');
-                out.write_u64(crate::identity::layout::modules().relocate(v));
+                out.write_u64(crate::sys::layout::modules().relocate(v));
                 last_significant = b'0';
                 i = end;
                 continue;

@@ -21,27 +21,26 @@
 //!    information ([`typed`]): the value walked by the layout the compiler
 //!    describes in the executable's debugging information;
 //! 5. for process types and shared variables only, the canonical heap
-//!    ([`crate::canon`]), when the executable does not describe the type.
+//!    ([`crate::identity::canon`]), when the executable does not describe the type.
 //!
 //! Which sources a type has is detected at compile time, where the type is
 //! concrete: `#[cmc::process]` and `#[derive(cmc::StateHash)]` probe for
 //! them (see [`probe`]). The engine only asks this module for a hash.
 
 pub(crate) mod cache;
-pub mod clock;
+pub mod canon;
 mod debug;
-pub mod entropy;
-pub(crate) mod layout;
+pub(crate) mod hasher;
 pub mod probe;
-pub mod random;
 mod std_impls;
 pub mod typed;
+pub mod visited;
 
 pub use debug::debug_hash;
 
 use std::fmt;
 
-use crate::model::{FingerprintMode, StateHasher};
+use crate::identity::hasher::{FingerprintMode, StateHasher};
 
 /// A value's contribution to a state fingerprint, by its meaning: two values
 /// that behave the same must feed the hasher the same data, whatever their

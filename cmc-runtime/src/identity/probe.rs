@@ -16,7 +16,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::{debug_hash, HashFn, StateHash};
-use crate::model::StateHasher;
+use crate::identity::hasher::StateHasher;
 
 /// A probe for which sources `T` has.
 pub struct Has<T: ?Sized>(PhantomData<T>);

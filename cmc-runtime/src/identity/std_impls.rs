@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::StateHash;
-use crate::model::StateHasher;
+use crate::identity::hasher::StateHasher;
 
 macro_rules! int {
     ($($t:ty => $w:ident, $raw:expr);* $(;)?) => {$(

@@ -32,8 +32,8 @@
 //! [`BYTES`] and then overwrites: its memory is bounded whatever the
 //! search's length.
 
-use crate::hash::FoldStream;
 use crate::memory::TableId;
+use crate::sys::hash::FoldStream;
 
 /// The bytes a search's cache may grow to. Searches are depth-first or
 /// breadth-first sweeps whose nearby states share most of their processes,

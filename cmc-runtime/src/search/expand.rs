@@ -3,20 +3,20 @@
 //! each run as one transition whose successor is deduplicated, checked and
 //! put on the frontier; the determinism check's repeated runs.
 
-use crate::ctx;
+use crate::engine::isolate;
+use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::engine::{
     first_difference, next_script, CheckError, Engine, Event, Outcome, RawStep, ENV,
 };
-use crate::isolate;
 use crate::memory::Fingerprint;
 use crate::memory::{ArenaId, StateId, TableId};
+use crate::model::ctx;
 use crate::model::Process;
-use crate::trace::{ViolationKind, ViolationRecord};
 
 use super::frontier::Item;
 use super::sleep::Sleeper;
 use super::Search;
-use crate::por::Footprint;
+use crate::model::por::Footprint;
 
 /// A transition the transition cache knows: its fact, and the
 /// successor's fingerprint sum and fingerprint from the expanded state.
@@ -118,7 +118,7 @@ impl<P: Process> Search<'_, '_, P> {
             return;
         }
         let seeds = self.engine.model.random_seeds as u32;
-        if crate::identity::random::enabled() {
+        if crate::determinism::random::enabled() {
             let (base, exact) = self.engine.seed_base_of(item.state);
             self.engine.seed_base = Some((item.state, base, exact));
         }
@@ -245,7 +245,9 @@ impl<P: Process> Search<'_, '_, P> {
             ctx::set_stack_shift(0);
             // Named only if the runs differ: a thread the handler starts
             // writes std's globals in every run.
-            let written = e.globals.words_written_since(&globals);
+            let written = e
+                .globals
+                .words_written_since(&globals, &crate::determinism::random::controlled_words());
             if let Some(m) = again.thread_error {
                 return Some(Err(m));
             }
@@ -290,7 +292,9 @@ impl<P: Process> Search<'_, '_, P> {
                 let globals = e.globals.snapshot();
                 let _ = e.run(event, taken.to_vec(), seed, false, item.state);
                 let _ = e.mem.take_exhaustion();
-                let again = e.globals.written_since(&globals);
+                let again = e
+                    .globals
+                    .written_since(&globals, &crate::determinism::random::controlled_words());
                 written.retain(|w| again.contains(w));
             }
             if !written.is_empty() {
@@ -452,7 +456,7 @@ impl<P: Process> Search<'_, '_, P> {
             && !if e.model.random_seeds > 1 {
                 drew
             } else {
-                crate::identity::random::drew()
+                crate::determinism::random::drew()
             };
         self.last_print = outcome.footprint;
         self.stats.transitions += 1;

@@ -10,6 +10,7 @@ mod cache;
 mod expand;
 mod frontier;
 pub(crate) mod parallel;
+pub(crate) mod progress;
 mod properties;
 mod sleep;
 mod walk;
@@ -17,18 +18,18 @@ mod walk;
 use std::collections::HashSet;
 use std::time::Instant;
 
-use crate::ctx::system_scope;
+use crate::engine::isolate::{self, ChildEnd};
+use crate::engine::trace::{
+    CheckResult, Stats, Trace, Verdict, Violation, ViolationKind, ViolationRecord, TRACE_VERSION,
+};
+use crate::engine::tree::NO_PARENT;
 use crate::engine::{
     bare_trace, culprit, human_bytes, CheckError, Engine, Event, Names, RawStep, SetupFailure, ENV,
 };
-use crate::isolate::{self, ChildEnd};
+use crate::identity::visited::Visited;
 use crate::memory::FingerprintWidth;
 use crate::model::{Model, Process, Strategy};
-use crate::trace::{
-    CheckResult, Stats, Trace, Verdict, Violation, ViolationKind, ViolationRecord, TRACE_VERSION,
-};
-use crate::tree::NO_PARENT;
-use crate::visited::Visited;
+use crate::sys::scope::system_scope;
 
 use frontier::{Frontier, Item};
 use parallel::Par;
@@ -71,11 +72,11 @@ struct Search<'e, 'm, P: Process> {
     /// has not seen hold yet.
     unreached: Vec<usize>,
     /// Those it has, with their witnesses.
-    reached: Vec<crate::trace::Reached>,
+    reached: Vec<crate::engine::trace::Reached>,
     /// Partial-order reduction's sleep sets, when it is on.
     sleep: Option<sleep::SleepSets>,
     /// The footprint of the last transition run.
-    last_print: crate::por::Footprint,
+    last_print: crate::model::por::Footprint,
     /// The transition cache, when the search may use it (see `cache`).
     cache: Option<cache::TransitionCache>,
     /// The guard cache, with the transition cache when there are at most
@@ -105,14 +106,14 @@ struct Search<'e, 'm, P: Process> {
 type DepthMap = hashbrown::HashMap<
     crate::memory::Fingerprint,
     u32,
-    std::hash::BuildHasherDefault<crate::visited::IdentityHasher>,
+    std::hash::BuildHasherDefault<crate::identity::visited::IdentityHasher>,
 >;
 
 /// The visited set: this process's own, or the one the workers of a
 /// parallel search share.
 enum Seen<'c> {
     Local(Visited),
-    Shared(&'c crate::visited::SharedVisited, bool),
+    Shared(&'c crate::identity::visited::SharedVisited, bool),
 }
 
 impl Seen<'_> {
@@ -129,7 +130,7 @@ impl Seen<'_> {
     }
 
     /// Starts loading what a lookup of `fp` reads (see
-    /// [`crate::visited::Visited::prefetch`]).
+    /// [`crate::identity::visited::Visited::prefetch`]).
     fn prefetch(&self, fp: crate::memory::Fingerprint) {
         match self {
             Seen::Local(v) => v.prefetch(fp),
@@ -142,7 +143,7 @@ impl Seen<'_> {
             Seen::Local(v) => v.insert(fp),
             Seen::Shared(v, full) => match v.insert(fp) {
                 Ok(new) => new,
-                Err(crate::visited::Full) => {
+                Err(crate::identity::visited::Full) => {
                     *full = true;
                     false
                 }
@@ -213,7 +214,7 @@ impl<P: Process> Search<'_, '_, P> {
         if self.stats.transitions >= self.memory_checked + 4096 {
             self.memory_checked = self.stats.transitions;
             if let Some(budget) = self.budget {
-                let rss = crate::progress::resident_bytes();
+                let rss = progress::resident_bytes();
                 if rss > budget {
                     let workers = self.par.map_or(1, |p| p.coord.workers as u64);
                     self.bounded = true;
@@ -423,9 +424,7 @@ impl<P: Process> Search<'_, '_, P> {
         // The clock is read every sixteenth call (a call is a state
         // expanded).
         self.progress_ticks = self.progress_ticks.wrapping_add(1);
-        if self.progress_ticks % 16 != 0
-            || self.last_progress.elapsed() < crate::progress::interval()
-        {
+        if self.progress_ticks % 16 != 0 || self.last_progress.elapsed() < progress::interval() {
             return;
         }
         self.last_progress = Instant::now();
@@ -445,13 +444,13 @@ impl<P: Process> Search<'_, '_, P> {
             ),
         };
         let mem = self.engine.mem.stats();
-        crate::progress::report(&crate::progress::Progress {
+        progress::report(&progress::Progress {
             model: self.engine.model.name.clone(),
             unique,
             transitions,
             max_depth,
             frontier,
-            memory_bytes: crate::progress::resident_bytes() as usize,
+            memory_bytes: progress::resident_bytes() as usize,
             visited_bytes: self.visited_bytes(),
             page_bytes: mem.page_bytes,
             budget_bytes: self.budget.unwrap_or(0),
@@ -493,7 +492,7 @@ fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
             }
         )));
     }
-    let registered = crate::registry::invariants_for::<P>();
+    let registered = crate::model::registered::invariants_for::<P>();
     for name in &model.without {
         if !registered.iter().any(|(n, _)| n == name) {
             return Err(CheckError::Model(format!(
@@ -565,7 +564,7 @@ fn search<P: Process>(
         Err(SetupFailure::Violation(record)) => {
             let trace = Trace {
                 version: TRACE_VERSION,
-                state_hash: crate::hash::STATE_HASH.to_string(),
+                state_hash: crate::sys::hash::STATE_HASH.to_string(),
                 model: model.name.clone(),
                 fingerprint_bits: if model.width == FingerprintWidth::Bits128 {
                     128
@@ -612,7 +611,7 @@ fn search<P: Process>(
             model.strategy,
             match par {
                 // Each worker its own random order.
-                Some(par) => model.seed ^ crate::hash::fmix64(par.worker as u64 + 1),
+                Some(par) => model.seed ^ crate::sys::hash::fmix64(par.worker as u64 + 1),
                 None => model.seed,
             },
         ),
@@ -624,7 +623,7 @@ fn search<P: Process>(
         budget: match model.bounds.max_memory {
             Some(0) => None,
             Some(b) => Some(b),
-            None => crate::progress::default_budget(),
+            None => progress::default_budget(),
         }
         .map(|b| b / par.map_or(1, |p| p.coord.workers as u64)),
         memory_checked: 0,
@@ -637,7 +636,7 @@ fn search<P: Process>(
         fatal: None,
         halted: false,
         sleep: (model.por && par.is_none()).then(|| sleep::SleepSets::new(model.network.capacity)),
-        last_print: crate::por::Footprint::default(),
+        last_print: crate::model::por::Footprint::default(),
         // Only where a run's successor is fingerprinted before it is
         // captured (identity by meaning, no determinism check), without
         // sleep sets (which need every run's footprint) and with seeded
@@ -645,7 +644,7 @@ fn search<P: Process>(
         cache: (model.transition_cache
             && !model.por
             && engine.lazy_capture()
-            && crate::identity::random::enabled())
+            && crate::determinism::random::enabled())
         .then(|| cache::TransitionCache::new(cache::BYTES)),
         guards: None,
         keyed: None,
@@ -710,7 +709,7 @@ fn search<P: Process>(
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
     stats.fingerprint = search.engine.fp.process.mode();
-    stats.peak_memory_bytes = crate::progress::peak_resident_bytes();
+    stats.peak_memory_bytes = progress::peak_resident_bytes();
     let stopped = match search.interrupted {
         Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
         None => search.bounded_by.take(),

@@ -29,19 +29,18 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::engine::isolate::{self, ChildEnd};
+use crate::engine::trace::{CheckResult, Stats, Verdict, ViolationKind, ViolationRecord};
 use crate::engine::{CheckError, RawStep, ENV};
-use crate::isolate::{self, ChildEnd};
+use crate::identity::visited::SharedVisited;
 use crate::memory::{Fingerprint, FingerprintWidth};
 use crate::model::{Model, Process, Strategy};
-use crate::shared::{lock, Region};
-use crate::trace::{CheckResult, Stats, Verdict, ViolationKind, ViolationRecord};
-use crate::visited::SharedVisited;
+use crate::sys::shm::{lock, Region};
 
 use super::frontier::{Frontier, Item};
 use super::Search;
 
-/// The most workers a search runs.
-pub(crate) const MAX_WORKERS: usize = 256;
+use crate::model::MAX_WORKERS;
 
 // Words of the coordination block.
 const STOP: usize = 0;
@@ -475,7 +474,7 @@ impl<P: Process> Search<'_, '_, P> {
         for step in &steps {
             e.mem.restore(state);
             e.at = node;
-            if crate::identity::random::enabled() {
+            if crate::determinism::random::enabled() {
                 let (base, exact) = e.seed_base_of(state);
                 e.seed_base = Some((state, base, exact));
             }
@@ -668,8 +667,8 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
 /// gravest verdict.
 fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
     let mut stats = Stats::default();
-    let mut violations: Vec<crate::trace::Violation> = Vec::new();
-    let mut reached: Vec<crate::trace::Reached> = Vec::new();
+    let mut violations: Vec<crate::engine::trace::Violation> = Vec::new();
+    let mut reached: Vec<crate::engine::trace::Reached> = Vec::new();
     let mut stopped = None;
     let mut sources = Vec::new();
     let rank = |v: Verdict| match v {
@@ -708,7 +707,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         for r in part.reached {
             match reached
                 .iter_mut()
-                .find(|x: &&mut crate::trace::Reached| x.property == r.property)
+                .find(|x: &&mut crate::engine::trace::Reached| x.property == r.property)
             {
                 Some(x) if r.trace.steps.len() < x.trace.steps.len() => *x = r,
                 Some(_) => {}
@@ -716,7 +715,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
             }
         }
         for v in part.violations {
-            let key = |x: &crate::trace::Violation| {
+            let key = |x: &crate::engine::trace::Violation| {
                 (
                     x.record.kind,
                     x.record.property.clone(),

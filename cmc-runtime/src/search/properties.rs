@@ -28,11 +28,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::engine::isolate;
+use crate::engine::trace::{Reached, ViolationKind, ViolationRecord};
 use crate::engine::{next_script, Event, RawStep, ENV};
-use crate::isolate;
 use crate::memory::{Fingerprint, StateId};
 use crate::model::{Process, PropertyKind};
-use crate::trace::{Reached, ViolationKind, ViolationRecord};
 
 use super::Search;
 
@@ -261,7 +261,7 @@ impl<P: Process> Search<'_, '_, P> {
             .map(|(i, _)| i as u32)
             .collect();
         let seeds = e.model.random_seeds as u32;
-        if crate::identity::random::enabled() {
+        if crate::determinism::random::enabled() {
             let (base, exact) = e.seed_base_of(state);
             e.seed_base = Some((state, base, exact));
         }
@@ -533,9 +533,9 @@ impl<P: Process> Search<'_, '_, P> {
         let mut trace = self.engine.build_trace(&steps, record.clone());
         trace.loop_start = cycle.map(|_| stem);
         trace.also_violated.clear();
-        let violation = crate::trace::Violation { record, trace };
+        let violation = crate::engine::trace::Violation { record, trace };
         if isolate::isolated() {
-            let _sys = crate::ctx::system_scope();
+            let _sys = crate::sys::scope::system_scope();
             isolate::stream(&serde_json::to_string(&violation).expect("a violation serialises"));
         }
         self.violations.push(violation);

@@ -1,6 +1,6 @@
 //! Sleep sets with state matching (Godefroid's algorithm, for any order
 //! of the frontier): which events of a state need not run, because a
-//! sibling's subtree reaches what they would (see [`crate::por`]).
+//! sibling's subtree reaches what they would (see [`crate::model::por`]).
 //!
 //! A state's sleep set is the intersection of the sets it arrived with:
 //! while it waits on the frontier, each new arrival intersects it. An
@@ -13,14 +13,14 @@
 
 use std::hash::BuildHasherDefault;
 
-use crate::visited::IdentityHasher;
+use crate::identity::visited::IdentityHasher;
 
 /// Fingerprints and state handles are hashes or small numbers already.
 type Map<K, V> = hashbrown::HashMap<K, V, BuildHasherDefault<IdentityHasher>>;
 
 use crate::engine::{Event, ENV};
 use crate::memory::{Fingerprint, StateId};
-use crate::por::{may_sleep, Footprint};
+use crate::model::por::{may_sleep, Footprint};
 
 /// An event asleep in a state, with what its transitions touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

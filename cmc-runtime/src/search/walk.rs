@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::engine::isolate;
+use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::engine::{RawStep, ENV};
-use crate::isolate;
 use crate::memory::{Fingerprint, StateId};
 use crate::model::{Process, DEFAULT_WALK_DEPTH};
-use crate::trace::{ViolationKind, ViolationRecord};
 
 use super::Search;
 
@@ -51,7 +51,7 @@ impl<P: Process> Search<'_, '_, P> {
         // A swarm: each worker of a parallel search walks from a seed of
         // its own (the first from the model's).
         let seed = match self.par {
-            Some(par) if par.worker > 0 => model.seed ^ crate::hash::fmix64(par.worker as u64),
+            Some(par) if par.worker > 0 => model.seed ^ crate::sys::hash::fmix64(par.worker as u64),
             _ => model.seed,
         };
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -86,7 +86,7 @@ impl<P: Process> Search<'_, '_, P> {
                     depth,
                 };
                 let next = self.walk_step(&mut rng, at, &mut path, &mut sketch);
-                if self.last_progress.elapsed() >= crate::progress::interval() {
+                if self.last_progress.elapsed() >= crate::search::progress::interval() {
                     self.stats.unique = sketch.estimate();
                 }
                 self.maybe_report_progress();
@@ -156,7 +156,7 @@ impl<P: Process> Search<'_, '_, P> {
         } else {
             0
         };
-        if crate::identity::random::enabled() {
+        if crate::determinism::random::enabled() {
             let (base, exact) = e.seed_base_of(state);
             e.seed_base = Some((state, base, exact));
         }
@@ -169,7 +169,7 @@ impl<P: Process> Search<'_, '_, P> {
         e.pick = Some(rng.gen());
         let mut outcome = e.run(event, Vec::new(), seed, false, state);
         e.pick = None;
-        if !outcome.taken.is_empty() && crate::identity::random::enabled() {
+        if !outcome.taken.is_empty() && crate::determinism::random::enabled() {
             // What the thread RNG draws depends on the choice script: run
             // the step again with the choices it made as its script, as a
             // replay of the trace will.
@@ -308,7 +308,7 @@ impl<P: Process> Search<'_, '_, P> {
                     break;
                 }
             }
-            if crate::identity::random::enabled() {
+            if crate::determinism::random::enabled() {
                 let (base, exact) = e.seed_base_of(state);
                 e.seed_base = Some((state, base, exact));
             }
@@ -421,7 +421,7 @@ impl Sketch {
     fn insert(&mut self, fp: Fingerprint) {
         // Fingerprints are uniform; mix anyway, as the low half may be all
         // there is (64-bit fingerprints).
-        let h = crate::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64);
+        let h = crate::sys::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64);
         let index = (h >> (64 - Self::BITS)) as usize;
         let rank = ((h << Self::BITS) | (1 << (Self::BITS - 1))).leading_zeros() as u8 + 1;
         let r = &mut self.registers[index];
@@ -492,7 +492,7 @@ mod tests {
             for k in 0..n {
                 // Each value three times: repeats must not count.
                 for _ in 0..3 {
-                    s.insert(Fingerprint(u128::from(crate::hash::fmix64(k + 1))));
+                    s.insert(Fingerprint(u128::from(crate::sys::hash::fmix64(k + 1))));
                 }
             }
             let e = s.estimate() as f64;

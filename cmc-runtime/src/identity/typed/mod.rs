@@ -22,7 +22,7 @@ mod walk;
 
 use std::collections::HashMap;
 
-use crate::model::StateHasher;
+use crate::identity::hasher::StateHasher;
 use dwarf::{TyId, Types};
 
 /// The instantiation for `T` is the anchor by which `T`'s debugging entry
@@ -49,7 +49,7 @@ thread_local! {
 
 fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R) -> Result<R, String> {
     STATE.with(|cell| {
-        let _sys = crate::ctx::system_scope();
+        let _sys = crate::sys::scope::system_scope();
         let mut guard = cell.borrow_mut();
         let st = guard.get_or_insert_with(|| State {
             types: Types::load(),
@@ -69,7 +69,7 @@ fn with_state<T, R>(
     let root = match st.roots.get(&key) {
         Some(r) => r.clone(),
         None => {
-            let pc = (key as u64).wrapping_sub(crate::identity::layout::modules().exe_bias);
+            let pc = (key as u64).wrapping_sub(crate::sys::layout::modules().exe_bias);
             let r = types.anchor_type(pc);
             st.roots.insert(key, r.clone());
             r
@@ -93,7 +93,7 @@ pub(crate) fn new_check() {
     walk::new_check();
     STATE.with(|cell| {
         if let Some(st) = cell.borrow_mut().as_mut() {
-            let _sys = crate::ctx::system_scope();
+            let _sys = crate::sys::scope::system_scope();
             st.scratch.new_check();
         }
     });

@@ -3,7 +3,7 @@
 use std::hash::Hasher;
 
 use super::dwarf::{Shape, TyId, Types};
-use crate::model::StateHasher;
+use crate::identity::hasher::StateHasher;
 
 type Map<K, V> = hashbrown::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
 
@@ -14,7 +14,7 @@ pub(crate) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
-        crate::hash::fmix64(self.0)
+        crate::sys::hash::fmix64(self.0)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -96,7 +96,7 @@ pub(crate) struct Log {
 fn segments() -> &'static [(usize, usize)] {
     static SEGMENTS: std::sync::OnceLock<Vec<(usize, usize)>> = std::sync::OnceLock::new();
     SEGMENTS.get_or_init(|| {
-        let _sys = crate::ctx::system_scope();
+        let _sys = crate::sys::scope::system_scope();
         unsafe extern "C" fn each(
             info: *mut libc::dl_phdr_info,
             _size: libc::size_t,
@@ -135,7 +135,7 @@ pub(crate) fn readable(addr: usize, len: usize) -> bool {
     let Some(end) = addr.checked_add(len) else {
         return false;
     };
-    if let Some(ctl) = crate::arena::find(addr) {
+    if let Some(ctl) = crate::memory::arena::find(addr) {
         let base = ctl.base.as_ptr() as usize;
         let committed = ctl.committed.load(std::sync::atomic::Ordering::Relaxed);
         return end <= base + committed;
@@ -179,7 +179,7 @@ fn probe(addr: usize, end: usize) -> bool {
         PROBED.with(|p| {
             let mut p = p.borrow_mut();
             if p.len() < MAX_PROBED {
-                let _sys = crate::ctx::system_scope();
+                let _sys = crate::sys::scope::system_scope();
                 p.insert(at / page);
             }
         });
@@ -205,7 +205,7 @@ thread_local! {
 /// Forgets the pages [`probe`] found readable (a new check begins).
 pub(crate) fn new_check() {
     PROBED.with(|p| {
-        let _sys = crate::ctx::system_scope();
+        let _sys = crate::sys::scope::system_scope();
         p.borrow_mut().clear();
     });
 }
@@ -228,7 +228,7 @@ impl<'t> Walker<'t> {
             s,
             depth: 0,
             segments: segments(),
-            bias: crate::identity::layout::modules().exe_bias,
+            bias: crate::sys::layout::modules().exe_bias,
             unreadable: 0,
             log: None,
         }
@@ -255,7 +255,7 @@ impl<'t> Walker<'t> {
         h.write_usize(w);
         if let Some(log) = &mut self.log {
             use std::fmt::Write;
-            let v = crate::identity::layout::modules().relocate(w as u64);
+            let v = crate::sys::layout::modules().relocate(w as u64);
             let _ = writeln!(log.out, "{} = word {v:#x}", log.path.join("."));
         }
     }
@@ -550,13 +550,13 @@ impl<'t> Walker<'t> {
         }
         if !readable(target, size) {
             self.unreadable += 1;
-            let w = crate::identity::layout::modules().relocate(target as u64);
+            let w = crate::sys::layout::modules().relocate(target as u64);
             return u128::from(UNREADABLE) << 64 | u128::from(w);
         }
         if self.depth >= MAX_DEPTH {
             return u128::from(UNREADABLE) << 96;
         }
-        let outside = crate::arena::find(target).is_none();
+        let outside = crate::memory::arena::find(target).is_none();
         if outside && self.log.is_none() {
             if let Some(&m) = self.s.outside.get(&key) {
                 return m;
@@ -598,7 +598,7 @@ impl<'t> Walker<'t> {
             Some(&c) => c,
             None => {
                 let c = {
-                    let _sys = crate::ctx::system_scope();
+                    let _sys = crate::sys::scope::system_scope();
                     self.types
                         .vtable_type((vtable as u64).wrapping_sub(self.bias))
                         .ok()

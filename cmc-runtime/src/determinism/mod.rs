@@ -1,0 +1,7 @@
+//! Determinism: what user code draws from the host (clocks, randomness,
+//! the kernel's entropy) made a function of the state and the event, so
+//! that the same state and handler always give the same successor.
+
+pub mod clock;
+pub mod entropy;
+pub mod random;

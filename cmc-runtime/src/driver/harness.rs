@@ -1,0 +1,103 @@
+//! The entry point of the checking binaries `cargo cmc` generates. It speaks
+//! JSON lines on standard output, one object per line:
+//!
+//! * `list` → `{"type":"model","path":…,"file":…,"line":…}` per model;
+//! * `check <model> <options>` → `{"type":"progress",…}` every 250 ms, then
+//!   `{"type":"result","result":<CheckResult>}`;
+//! * `replay <model> <trace file> <options> [<stop step>]` →
+//!   `{"type":"step","index":k,"step":<Step>}` per re-executed step, then
+//!   `{"type":"replay","outcome":<ReplayOutcome>}`;
+//! * any failure → `{"type":"error","message":…}` and exit code 2.
+//!
+//! Checks and replays run in a child process, so a crash in user code is
+//! reported as a violation.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::driver::registry::{models, ModelEntry, RunOptions};
+use crate::engine::isolate::protocol_fd;
+use crate::engine::trace::Trace;
+
+fn emit(value: serde_json::Value) {
+    let line = format!("{value}\n");
+    match protocol_fd() {
+        Some(fd) => crate::engine::isolate::write_all(fd, line.as_bytes()),
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+        }
+    }
+}
+
+fn find(path: &str) -> Result<&'static ModelEntry, String> {
+    models()
+        .into_iter()
+        .find(|m| m.path == path)
+        .ok_or_else(|| format!("no model `{path}` in this build"))
+}
+
+fn options(text: &str) -> Result<RunOptions, String> {
+    let mut options: RunOptions =
+        serde_json::from_str(text).map_err(|e| format!("bad options: {e}"))?;
+    options.isolate = true;
+    Ok(options)
+}
+
+fn run(args: &[String]) -> Result<i32, String> {
+    match args {
+        [cmd] if cmd == "list" => {
+            for m in models() {
+                emit(json!({"type": "model", "path": m.path, "file": m.file, "line": m.line}));
+            }
+            Ok(0)
+        }
+        [cmd, model, opts] if cmd == "check" => {
+            let entry = find(model)?;
+            let options = options(opts)?;
+            crate::search::progress::set_sink(Some(|p| emit(json!({"type": "progress", "progress": p}))));
+            let result = entry.check(&options).map_err(|e| e.to_string())?;
+            emit(json!({"type": "result", "result": result}));
+            Ok(0)
+        }
+        [cmd, model, file, opts, rest @ ..] if cmd == "replay" && rest.len() <= 1 => {
+            let entry = find(model)?;
+            let options = options(opts)?;
+            let trace = Trace::load(std::path::Path::new(file))?;
+            if trace.model != *model {
+                return Err(format!("{file} is a trace of `{}`, not of `{model}`", trace.model));
+            }
+            let stop = match rest {
+                [n] => Some(n.parse::<usize>().map_err(|_| format!("bad step number `{n}`"))?),
+                _ => None,
+            };
+            crate::search::progress::set_replay_stop(stop);
+            crate::search::progress::set_step_sink(Some(|index, step| emit(json!({"type": "step", "index": index, "step": step}))));
+            let outcome = entry.replay(&options, &trace).map_err(|e| e.to_string())?;
+            emit(json!({"type": "replay", "outcome": outcome}));
+            Ok(0)
+        }
+        _ => Err("usage: list | check <model> <options-json> | replay <model> <trace> <options-json> [<step>]".into()),
+    }
+}
+
+/// Runs the harness protocol on the process's arguments; returns the exit
+/// code.
+pub fn harness_main() -> i32 {
+    // Ctrl-C and SIGTERM stop the search with what it found so far; and
+    // this process does not outlive `cargo cmc`.
+    crate::engine::isolate::catch_stop_signals();
+    let _ = protocol_fd();
+    // SAFETY: asks the kernel to kill this process when its parent dies.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(code) => code,
+        Err(message) => {
+            emit(json!({"type": "error", "message": message}));
+            2
+        }
+    }
+}
