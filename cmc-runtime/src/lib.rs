@@ -53,15 +53,16 @@ pub use crate::memory::arena::{
     ArenaConfig, ArenaExhausted, Tracking, DEFAULT_RESERVE, MIN_RESERVE,
 };
 pub use crate::memory::FingerprintWidth;
-pub use crate::model::ctx::{choose, Ctx, SendError, View};
+pub use crate::model::ctx::{choose, SendError};
 pub use crate::model::world::World;
 pub use crate::model::{
     Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
     Invariant, Message, Model, NetworkConfig, OnFull, Process, Property, PropertyKind, StateHasher,
     Strategy, Trigger,
 };
-pub use crate::sys::hash::PageHasher;
+pub use crate::model::{Ctx, View};
 pub use crate::sys::hash::STATE_HASH;
+pub use crate::sys::reloc::PageHasher;
 pub use crate::sys::scope::Entered;
 pub use crate::sys::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
 pub use cmc_macros::{eventually, invariant, model, process, roles, sometimes, StateHash};

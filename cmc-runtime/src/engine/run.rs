@@ -22,9 +22,10 @@ use crate::identity::canon::{CanonTable, HeapGraph};
 use crate::identity::{HashFn, TypeSource};
 use crate::memory::globals::Globals;
 use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, MemoryConfig, StateId};
-use crate::model::ctx::{self, begin_run, end_run, user_code, Ctx, Run, View};
+use crate::model::ctx::{self, begin_run, end_run, user_code, Run};
 use crate::model::env::Env;
 use crate::model::world::World;
+use crate::model::{Ctx, View};
 use crate::model::{FingerprintMode, Handler, Invariant, Model, Process, StateHasher, Trigger};
 use crate::sys::scope::system_scope;
 

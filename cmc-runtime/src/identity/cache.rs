@@ -31,7 +31,6 @@
 use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::identity::hasher::StateHasher;
 use crate::memory::Memory;
 use crate::sys::PAGE;
 
@@ -147,7 +146,7 @@ fn count(hashed: u64, found: u64) {
 /// The hash of the run of `len` bytes at `start`, cut in chunks of
 /// `chunk_bytes` (the last one shorter); `compute(i)` hashes chunk `i` from
 /// its bytes alone, and `kind` names it (a function address).
-fn run(
+pub(crate) fn run(
     start: usize,
     len: usize,
     chunk_bytes: usize,
@@ -268,39 +267,13 @@ pub(crate) fn write_run(h: &mut crate::sys::hash::FoldStream, bytes: &[u8]) {
     debug_assert!(bytes.len() >= MIN_RUN_BYTES);
     let sum = run(bytes.as_ptr() as usize, bytes.len(), CHUNK_BYTES, 0, |i| {
         let piece = &bytes[i * CHUNK_BYTES..bytes.len().min((i + 1) * CHUNK_BYTES)];
-        let mut s = StateHasher::default();
-        s.write(piece);
+        // A chunk is shorter than a run: `StateHasher::write` would feed it
+        // to the stream as these bytes.
+        let mut s = crate::sys::hash::FoldStream::default();
+        s.bytes(piece);
         s.finish128()
     });
     h.word(bytes.len() as u64);
     h.word(sum as u64);
     h.word((sum >> 64) as u64);
-}
-
-/// Feeds the slice `items` to `h` as a long run of values, each hashed by
-/// `each`, which must read nothing but the value's own bytes: its length,
-/// then the sum of its chunks' terms.
-pub(crate) fn write_values<T>(h: &mut StateHasher, items: &[T], each: fn(&T, &mut StateHasher)) {
-    let size = size_of::<T>();
-    let per = (CHUNK_BYTES / size.max(1)).max(1);
-    let sum = if size == 0 {
-        0
-    } else {
-        run(
-            items.as_ptr() as usize,
-            size_of_val(items),
-            per * size,
-            each as usize,
-            |i| {
-                let piece = &items[i * per..items.len().min((i + 1) * per)];
-                let mut e = StateHasher::default();
-                for x in piece {
-                    each(x, &mut e);
-                }
-                e.finish128()
-            },
-        )
-    };
-    h.write_u64(items.len() as u64);
-    h.write_u128(sum);
 }

@@ -830,7 +830,7 @@ impl Fields<'_> {
 /// `bytes`, whose pointer and loose fields `fill` rewrites.
 fn object_term(
     buf: &mut Vec<u8>,
-    words: &crate::sys::hash::Relocation,
+    words: &crate::sys::reloc::Relocation,
     reloc: u64,
     bytes: &[u8],
     fill: impl FnOnce(&mut Fields<'_>),
@@ -854,7 +854,7 @@ fn object_term(
     // Words that point into the program (a vtable, a string literal) hash
     // as (module, offset), into another arena (a shared buffer) as (arena,
     // offset); words that point into the stack are garbage.
-    crate::sys::hash::fold_hash_relocated(buf, words)
+    crate::sys::reloc::fold_hash_relocated(buf, words)
 }
 
 /// Drops the zero bytes at the end of `buf` (not before `start`): the

@@ -156,3 +156,31 @@ impl std::hash::Hasher for StateHasher {
         self.0.word(v)
     }
 }
+
+/// Feeds the slice `items` to `h` as a long run of values, each hashed by
+/// `each`, which must read nothing but the value's own bytes: its length,
+/// then the sum of its chunks' terms.
+pub(crate) fn write_values<T>(h: &mut StateHasher, items: &[T], each: fn(&T, &mut StateHasher)) {
+    let size = size_of::<T>();
+    let per = (crate::identity::cache::CHUNK_BYTES / size.max(1)).max(1);
+    let sum = if size == 0 {
+        0
+    } else {
+        crate::identity::cache::run(
+            items.as_ptr() as usize,
+            size_of_val(items),
+            per * size,
+            each as usize,
+            |i| {
+                let piece = &items[i * per..items.len().min((i + 1) * per)];
+                let mut e = StateHasher::default();
+                for x in piece {
+                    each(x, &mut e);
+                }
+                e.finish128()
+            },
+        )
+    };
+    std::hash::Hasher::write_u64(h, items.len() as u64);
+    std::hash::Hasher::write_u128(h, sum);
+}

@@ -104,7 +104,7 @@ impl<T: StateHash> StateHash for [T] {
                 h.write_u64(self.len() as u64);
                 h.write(bytes);
             } else {
-                super::cache::write_values(h, self, T::state_hash);
+                super::hasher::write_values(h, self, T::state_hash);
             }
             return;
         }

@@ -166,12 +166,6 @@ unsafe impl GlobalAlloc for Allocator {
     }
 }
 
-/// Called when an arena is destroyed: if it is current on this thread, the
-/// thread falls back to the system allocator rather than using freed memory.
-pub(crate) fn forget_arena(ctl: *const ArenaCtl) {
-    scope::forget(ctl as *const ());
-}
-
 /// Whether an address belongs to any arena (for tests and assertions).
 pub fn in_any_arena(ptr: *const u8) -> bool {
     arena::find(ptr as usize).is_some()

@@ -533,7 +533,7 @@ fn register(ctl: &ArenaCtl) -> io::Result<usize> {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        crate::memory::alloc::forget_arena(self.ctl_ptr());
+        sys::scope::forget(self.ctl_ptr() as *const ());
         if self.ctl.abandoned.load(Ordering::Acquire) {
             // A thread of user code that outlived its handler may still
             // read, allocate and free here (its start-up reads what its

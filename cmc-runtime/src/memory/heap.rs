@@ -89,7 +89,7 @@ macro_rules! debug_check {
 pub(crate) fn fail(args: std::fmt::Arguments<'_>) -> ! {
     // SAFETY: null sends allocations to the system allocator, which is
     // always valid.
-    unsafe { crate::memory::alloc::adopt(ptr::null()) };
+    unsafe { crate::sys::scope::adopt(ptr::null()) };
     // Formatted on the stack and written to the descriptor: `eprintln!`
     // would go to a test harness's capture instead.
     let mut buf = [0u8; 1024];

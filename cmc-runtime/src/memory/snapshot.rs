@@ -26,7 +26,8 @@ use std::sync::atomic::Ordering;
 use crate::memory::arena::{Arena, ArenaConfig, ArenaExhausted, Tracking};
 use crate::memory::store::{PageId, PageStore, Slab, CHUNK, NO_PAGE};
 use crate::memory::tracking;
-use crate::sys::hash::{self, PageHasher, Relocation};
+use crate::sys::hash;
+use crate::sys::reloc::{PageHasher, Relocation};
 use crate::sys::scope::Entered;
 use crate::sys::{self, Prot, PAGE};
 

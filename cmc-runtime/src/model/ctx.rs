@@ -13,9 +13,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::memory::{ArenaId, Memory};
 use crate::model::env::Env;
-use crate::model::{NetworkConfig, OnFull, Process};
+use crate::model::env::OnFull;
+use crate::model::process::{Ctx, Process, View};
 use crate::sys::scope::set_in_user_code;
 use crate::sys::scope::{in_user_code, system_scope};
 
@@ -89,7 +89,9 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
     } else {
         restore_panic_hook(At::End)
     };
-    if scrub && !crate::sys::stack::band_is_clean(depth, GUARD_BYTES) {
+    if scrub
+        && !crate::sys::stack::band_is_clean(depth, GUARD_BYTES, crate::sys::layout::thread_stack())
+    {
         // The code went below the scrubbed depth, where older garbage lay:
         // what it copied from there may differ between runs. Scrub deeper
         // from now on, and tell the engine to run it again.
@@ -592,25 +594,6 @@ impl fmt::Display for SendError {
 
 impl std::error::Error for SendError {}
 
-/// The context of a running handler: who it is, the network, the timers.
-pub struct Ctx<'a, P: Process> {
-    pub(crate) me: usize,
-    pub(crate) count: usize,
-    pub(crate) env: *mut Env<P::Msg, P::Shared>,
-    pub(crate) mem: &'a Memory,
-    pub(crate) env_arena: ArenaId,
-    pub(crate) net: &'a NetworkConfig,
-}
-
-impl<P: Process> fmt::Debug for Ctx<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ctx")
-            .field("me", &self.me)
-            .field("processes", &self.count)
-            .finish_non_exhaustive()
-    }
-}
-
 impl<P: Process> Ctx<'_, P> {
     fn env(&self) -> &Env<P::Msg, P::Shared> {
         // SAFETY: the environment root is live in the restored state for the
@@ -851,22 +834,6 @@ impl<P: Process> Ctx<'_, P> {
     pub fn timer_pending(&self, name: &str) -> bool {
         let _sys = system_scope();
         self.env().timer_pending(self.me, name)
-    }
-}
-
-/// What a guard sees besides its process: read-only facts about the
-/// environment.
-pub struct View<'a, P: Process> {
-    pub(crate) me: usize,
-    pub(crate) count: usize,
-    pub(crate) env: &'a Env<P::Msg, P::Shared>,
-}
-
-impl<P: Process> fmt::Debug for View<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("View")
-            .field("me", &self.me)
-            .finish_non_exhaustive()
     }
 }
 

@@ -20,13 +20,116 @@
 //! bytes keep the page store small and the byte fingerprint of traces
 //! stable.)
 
+use std::fmt;
 use std::ptr::addr_of_mut;
 
 use std::hash::{Hash, Hasher};
 
+use crate::identity::hasher::StateHasher;
 use crate::identity::HashFn;
-use crate::model::{Message, NetworkConfig, StateHasher};
 use crate::sys::scope::system_scope;
+
+/// What travels over the model's network. Messages are copied into the
+/// environment's arena when sent and into the receiver's arena when
+/// delivered (so each arena owns all its objects), and shown in traces by
+/// their `Debug`. They are fingerprinted, and kept in a canonical order, by
+/// their best source of identity (see [`crate::identity`]): cmc's
+/// `StateHash`, their `Hash`, or their canonical `Debug`, which every
+/// message has; so a third-party message type that derives only `Clone` and
+/// `Debug` is a message.
+pub trait Message: Clone + fmt::Debug + 'static {}
+
+impl<T: Clone + fmt::Debug + 'static> Message for T {}
+
+/// What a send does when the network already holds its bound of messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnFull {
+    /// The message is silently lost, as a congested network drops packets
+    /// (the default).
+    #[default]
+    Drop,
+    /// `send` returns `Err(SendError::Full)`: the code must handle it.
+    Error,
+    /// Reaching the bound is a model error reported as a violation.
+    Violation,
+}
+
+/// The network of the model: a bounded multiset of in-flight messages.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct NetworkConfig {
+    /// The most messages in flight at once.
+    pub capacity: usize,
+    /// Whether any in-flight message may be lost (an environment event).
+    pub loss: bool,
+    /// Whether any in-flight message may be duplicated (an environment
+    /// event, within the capacity).
+    pub duplication: bool,
+    /// Whether each link (sender, receiver) delivers in order; otherwise any
+    /// pending message can be delivered next.
+    pub fifo: bool,
+    /// Whether every send may fail nondeterministically (`Err(SendError::Failed)`).
+    pub send_failure: bool,
+    /// What a send does at the capacity.
+    pub on_full: OnFull,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            capacity: 4,
+            loss: false,
+            duplication: false,
+            fifo: false,
+            send_failure: false,
+            on_full: OnFull::Drop,
+        }
+    }
+}
+
+impl NetworkConfig {
+    /// A reliable, unordered network of capacity 4.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the capacity.
+    pub fn capacity(mut self, n: usize) -> Self {
+        self.capacity = n;
+        self
+    }
+
+    /// Lets the environment lose messages.
+    pub fn lossy(mut self, yes: bool) -> Self {
+        self.loss = yes;
+        self
+    }
+
+    /// Lets the environment duplicate messages.
+    pub fn duplicating(mut self, yes: bool) -> Self {
+        self.duplication = yes;
+        self
+    }
+
+    /// Makes every link deliver in order.
+    pub fn fifo(mut self, yes: bool) -> Self {
+        self.fifo = yes;
+        self
+    }
+
+    /// Lets every send fail nondeterministically.
+    pub fn send_failure(mut self, yes: bool) -> Self {
+        self.send_failure = yes;
+        self
+    }
+
+    /// Sets what a send does at the capacity.
+    pub fn on_full(mut self, on_full: OnFull) -> Self {
+        self.on_full = on_full;
+        self
+    }
+}
 
 /// A message in flight.
 #[derive(Debug)]

@@ -9,9 +9,12 @@
 pub(crate) mod ctx;
 pub(crate) mod env;
 pub(crate) mod por;
+mod process;
 pub(crate) mod registered;
 pub(crate) mod roles;
 mod spec;
 pub(crate) mod world;
 
+pub use self::env::{Message, NetworkConfig, OnFull};
+pub use self::process::*;
 pub use self::spec::*;

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::FingerprintWidth;
-use crate::model::spec::{Check, FingerprintMode, Model, Process, PropertyKind, Strategy};
+use crate::model::process::{Check, Process};
+use crate::model::spec::{FingerprintMode, Model, PropertyKind, Strategy};
 use crate::model::world::World;
 
 /// Overrides a harness applies to a model before checking it (the flags of

@@ -23,7 +23,7 @@
 use std::hash::Hasher;
 use std::sync::OnceLock;
 
-use crate::model::ctx::{Ctx, View};
+use crate::model::process::{Ctx, View};
 use crate::model::{
     Body, Check, FingerprintMode, Guard, Handler, Invariant, Process, StateHasher, Trigger,
 };

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::model::env::Env;
-use crate::model::Process;
+use crate::model::process::Process;
 
 /// Every process of the current state, and the environment.
 pub struct World<'a, P: Process> {

@@ -442,6 +442,15 @@ impl GuardCache {
     }
 }
 
+/// A transition the transition cache knows: its fact, and the
+/// successor's fingerprint sum and fingerprint from the expanded state.
+#[derive(Clone, Copy)]
+pub(super) struct Known {
+    pub(super) fact: Fact,
+    pub(super) sum: u128,
+    pub(super) fp: crate::memory::Fingerprint,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

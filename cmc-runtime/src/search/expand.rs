@@ -13,19 +13,11 @@ use crate::memory::{ArenaId, StateId, TableId};
 use crate::model::ctx;
 use crate::model::Process;
 
+use super::cache::Known;
 use super::frontier::Item;
+use super::searcher::Search;
 use super::sleep::Sleeper;
-use super::Search;
 use crate::model::por::Footprint;
-
-/// A transition the transition cache knows: its fact, and the
-/// successor's fingerprint sum and fingerprint from the expanded state.
-#[derive(Clone, Copy)]
-pub(super) struct Known {
-    fact: super::cache::Fact,
-    sum: u128,
-    fp: Fingerprint,
-}
 
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn expand(&mut self, item: &Item) {

@@ -26,301 +26,17 @@
 //! from seeds of their own, counts its walks together, and merges the
 //! sketches of the states it saw.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::engine::isolate::{self, ChildEnd};
 use crate::engine::trace::{CheckResult, Stats, Verdict, ViolationKind, ViolationRecord};
-use crate::engine::{CheckError, RawStep, ENV};
-use crate::identity::visited::SharedVisited;
-use crate::memory::{Fingerprint, FingerprintWidth};
+use crate::engine::{CheckError, ENV};
 use crate::model::{Model, Process, Strategy};
-use crate::sys::shm::{lock, Region};
 
+use super::coord::*;
 use super::frontier::{Frontier, Item};
-use super::Search;
-
-use crate::model::MAX_WORKERS;
-
-// Words of the coordination block.
-const STOP: usize = 0;
-const QUEUE_LOCK: usize = 1;
-const IDLE: usize = 2;
-const FINISHED: usize = 3;
-const QUEUED: usize = 4;
-const QUEUE_TOP: usize = 5;
-const ARRIVED: usize = 6;
-const GENERATION: usize = 7;
-const WALKS: usize = 8;
-/// Per-worker slots: unique, transitions, depth, frontier, level count.
-const SLOTS: usize = 16;
-const SLOT_WORDS: usize = 8;
-const UNIQUE: usize = 0;
-const TRANSITIONS: usize = 1;
-const DEPTH: usize = 2;
-const FRONTIER: usize = 3;
-const COUNT: usize = 4;
-/// The queue of paths: a stack of records, each followed by its length.
-const SKETCH_AT: usize = SLOTS + MAX_WORKERS * SLOT_WORDS;
-/// The workers' walk sketches merged (a swarm of random walks): one word
-/// per register.
-const SKETCH_WORDS: usize = 1 << super::walk::Sketch::BITS;
-const QUEUE_AT: usize = SKETCH_AT + SKETCH_WORDS;
-const QUEUE_WORDS: usize = 1 << 21;
-const WORDS: usize = QUEUE_AT + QUEUE_WORDS;
-
-/// What the workers of one parallel search share (see the module
-/// documentation).
-pub(crate) struct Coord {
-    words: Region,
-    pub(crate) visited: SharedVisited,
-    pub(crate) workers: usize,
-}
-
-impl Coord {
-    pub(crate) fn new(workers: usize, width: FingerprintWidth) -> std::io::Result<Coord> {
-        assert!(
-            (1..=MAX_WORKERS).contains(&workers),
-            "between 1 and {MAX_WORKERS} workers"
-        );
-        Ok(Coord {
-            words: Region::new(WORDS * 8, WORDS * 8)?,
-            // Address space only: pages cost memory when written.
-            visited: SharedVisited::new(width, 1 << 38)?,
-            workers,
-        })
-    }
-
-    fn word(&self, i: usize) -> &AtomicU64 {
-        self.words.word(i)
-    }
-
-    fn slot(&self, worker: usize, field: usize) -> &AtomicU64 {
-        self.word(SLOTS + worker * SLOT_WORDS + field)
-    }
-
-    /// Tells every worker to stop at its next transition.
-    pub(crate) fn halt(&self) {
-        self.word(STOP).store(1, Ordering::Release);
-    }
-
-    pub(crate) fn halted(&self) -> bool {
-        self.word(STOP).load(Ordering::Relaxed) != 0
-    }
-
-    /// Publishes a worker's figures (for the others' bounds and progress).
-    pub(crate) fn publish(&self, worker: usize, stats: &Stats, frontier: usize) {
-        self.slot(worker, UNIQUE)
-            .store(stats.unique, Ordering::Relaxed);
-        self.slot(worker, TRANSITIONS)
-            .store(stats.transitions, Ordering::Relaxed);
-        self.slot(worker, DEPTH)
-            .store(stats.max_depth as u64, Ordering::Relaxed);
-        self.slot(worker, FRONTIER)
-            .store(frontier as u64, Ordering::Relaxed);
-    }
-
-    /// The workers' figures added up: unique states, transitions, the
-    /// deepest state, the frontier.
-    pub(crate) fn totals(&self) -> (u64, u64, u64, u64) {
-        (0..self.workers).fold((0, 0, 0, 0), |(u, t, d, f), w| {
-            let v = |field| self.slot(w, field).load(Ordering::Relaxed);
-            (
-                u + v(UNIQUE),
-                t + v(TRANSITIONS),
-                d.max(v(DEPTH)),
-                f + v(FRONTIER),
-            )
-        })
-    }
-
-    /// Counts a walk a worker starts; the walks started before it.
-    pub(crate) fn start_walk(&self) -> u64 {
-        self.word(WALKS).fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Merges a worker's sketch of the states its walks saw.
-    pub(super) fn add_sketch(&self, sketch: &super::walk::Sketch) {
-        for (i, &r) in sketch.registers.iter().enumerate() {
-            self.word(SKETCH_AT + i)
-                .fetch_max(u64::from(r), Ordering::Relaxed);
-        }
-    }
-
-    /// The distinct states all workers' walks saw, estimated.
-    fn sketch_estimate(&self) -> u64 {
-        let mut sketch = super::walk::Sketch::new();
-        for (i, r) in sketch.registers.iter_mut().enumerate() {
-            *r = self.word(SKETCH_AT + i).load(Ordering::Relaxed) as u8;
-        }
-        sketch.estimate()
-    }
-
-    /// Whether an idle worker waits for work that nobody has offered yet.
-    fn wanted(&self) -> bool {
-        self.word(IDLE).load(Ordering::Relaxed) > self.word(QUEUED).load(Ordering::Relaxed)
-    }
-
-    /// Offers a path; false when the queue has no room for it.
-    fn offer(&self, record: &[u64]) -> bool {
-        let _guard = lock(self.word(QUEUE_LOCK));
-        let top = self.word(QUEUE_TOP).load(Ordering::Relaxed) as usize;
-        if top + record.len() + 1 > QUEUE_WORDS {
-            return false;
-        }
-        for (i, &w) in record.iter().enumerate() {
-            self.word(QUEUE_AT + top + i).store(w, Ordering::Relaxed);
-        }
-        self.word(QUEUE_AT + top + record.len())
-            .store(record.len() as u64, Ordering::Relaxed);
-        self.word(QUEUE_TOP)
-            .store((top + record.len() + 1) as u64, Ordering::Relaxed);
-        self.word(QUEUED).fetch_add(1, Ordering::Relaxed);
-        true
-    }
-
-    /// Takes the path offered last, with the queue's lock held.
-    fn take_locked(&self) -> Option<Vec<u64>> {
-        let top = self.word(QUEUE_TOP).load(Ordering::Relaxed) as usize;
-        if top == 0 {
-            return None;
-        }
-        let len = self.word(QUEUE_AT + top - 1).load(Ordering::Relaxed) as usize;
-        assert!(len < top, "a corrupt record in the work queue");
-        let from = top - 1 - len;
-        let record = (from..top - 1)
-            .map(|i| self.word(QUEUE_AT + i).load(Ordering::Relaxed))
-            .collect();
-        self.word(QUEUE_TOP).store(from as u64, Ordering::Relaxed);
-        self.word(QUEUED).fetch_sub(1, Ordering::Relaxed);
-        Some(record)
-    }
-
-    fn take(&self) -> Option<Vec<u64>> {
-        let _guard = lock(self.word(QUEUE_LOCK));
-        self.take_locked()
-    }
-
-    /// A depth-first worker without work: a path to adopt, `Wait` while
-    /// others still work, `Done` when every worker is idle and nothing is
-    /// offered (the search is complete). `idle` says whether this worker
-    /// already counts as idle.
-    fn next_work(&self, idle: &mut bool) -> Work {
-        let _guard = lock(self.word(QUEUE_LOCK));
-        if let Some(record) = self.take_locked() {
-            if *idle {
-                self.word(IDLE).fetch_sub(1, Ordering::Relaxed);
-                *idle = false;
-            }
-            return Work::Path(record);
-        }
-        if self.word(FINISHED).load(Ordering::Relaxed) != 0 {
-            return Work::Done;
-        }
-        if !*idle {
-            *idle = true;
-            let now = self.word(IDLE).fetch_add(1, Ordering::Relaxed) + 1;
-            if now == self.workers as u64 {
-                self.word(FINISHED).store(1, Ordering::Relaxed);
-                return Work::Done;
-            }
-        }
-        Work::Wait
-    }
-
-    /// Waits until every worker has arrived; false when the search was
-    /// stopped meanwhile.
-    fn barrier(&self) -> bool {
-        let generation = self.word(GENERATION).load(Ordering::Acquire);
-        if self.word(ARRIVED).fetch_add(1, Ordering::AcqRel) + 1 == self.workers as u64 {
-            self.word(ARRIVED).store(0, Ordering::Relaxed);
-            self.word(GENERATION).fetch_add(1, Ordering::Release);
-            return true;
-        }
-        // Waiting is the checker's own time: the parent's watchdog must not
-        // take the last phase of user code, unchanged, for a hang.
-        isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
-        let mut waited = 0u32;
-        loop {
-            if self.word(GENERATION).load(Ordering::Acquire) != generation {
-                return true;
-            }
-            if self.halted() || isolate::stop_signal().is_some() {
-                return false;
-            }
-            pause(&mut waited);
-        }
-    }
-}
-
-/// Spins a little, then yields, then sleeps.
-fn pause(waited: &mut u32) {
-    *waited += 1;
-    if *waited < 64 {
-        std::hint::spin_loop();
-    } else if *waited < 256 {
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { libc::sched_yield() };
-    } else {
-        std::thread::sleep(Duration::from_micros(100));
-    }
-}
-
-enum Work {
-    Path(Vec<u64>),
-    Wait,
-    Done,
-}
-
-/// A worker's place in a parallel search.
-#[derive(Clone, Copy)]
-pub(super) struct Par<'c> {
-    pub(super) coord: &'c Coord,
-    pub(super) worker: usize,
-}
-
-/// A path as it travels: the state's fingerprint, its depth, then each
-/// step (process, handler, seed, number of choices, the choices).
-fn encode(fp: Fingerprint, depth: usize, steps: &[RawStep]) -> Vec<u64> {
-    let mut r = vec![fp.0 as u64, (fp.0 >> 64) as u64, depth as u64];
-    for s in steps {
-        r.push(if s.event.actor == ENV {
-            u64::MAX
-        } else {
-            s.event.actor as u64
-        });
-        r.push(s.event.handler as u64);
-        r.push(u64::from(s.seed));
-        r.push(s.choices.len() as u64);
-        r.extend(s.choices.iter().map(|&c| c as u64));
-    }
-    r
-}
-
-fn decode(r: &[u64]) -> (Fingerprint, usize, Vec<RawStep>) {
-    assert!(
-        r.len() >= 3,
-        "a path record holds a fingerprint and a depth"
-    );
-    let fp = Fingerprint(u128::from(r[0]) | (u128::from(r[1]) << 64));
-    let depth = r[2] as usize;
-    let mut steps = Vec::new();
-    let mut i = 3;
-    while i < r.len() {
-        let n = r[i + 3] as usize;
-        steps.push(RawStep {
-            event: crate::engine::Event {
-                actor: if r[i] == u64::MAX { ENV } else { r[i] as usize },
-                handler: r[i + 1] as usize,
-            },
-            seed: r[i + 2] as u32,
-            choices: r[i + 4..i + 4 + n].iter().map(|&c| c as usize).collect(),
-        });
-        i += 4 + n;
-    }
-    assert_eq!(steps.len(), depth, "a path record's steps are its depth");
-    (fp, depth, steps)
-}
+use super::searcher::Search;
 
 impl<P: Process> Search<'_, '_, P> {
     /// A depth-first (or random-order) worker: its own stack, work from the
@@ -557,7 +273,7 @@ impl<P: Process> Search<'_, '_, P> {
 /// documentation).
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
-    super::settings(model)?;
+    super::searcher::settings(model)?;
     let jobs = model.workers();
     if model.strategy == Strategy::BestFirst {
         return Err(CheckError::Model(format!(
@@ -597,7 +313,8 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 coord: &coord,
                 worker,
             };
-            let result = super::search(model, Some(par), false).map_err(|e| e.to_string());
+            let result =
+                super::searcher::search(model, Some(par), false).map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         },
         || coord.halt(),
@@ -613,7 +330,9 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                     })?;
                 parts.push(result.map_err(CheckError::Isolation)?);
             }
-            ChildEnd::Ended(ended) => parts.push(super::ended_result(model, watch, ended, start)?),
+            ChildEnd::Ended(ended) => {
+                parts.push(super::searcher::ended_result(model, watch, ended, start)?)
+            }
         }
     }
     let complete = parts.len() == jobs && parts.iter().all(|p| p.stats.complete);
@@ -626,7 +345,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         // Liveness needs the graph in one process: one more child checks
         // it, as a one-worker search would after its search.
         let live = match isolate::run_in_child(watch, || {
-            let result = super::search(model, None, true).map_err(|e| e.to_string());
+            let result = super::searcher::search(model, None, true).map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         })
         .map_err(|e| CheckError::Isolation(format!("cannot start the liveness check: {e}")))?
@@ -638,7 +357,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                     })?;
                 result.map_err(CheckError::Isolation)?
             }
-            ChildEnd::Ended(ended) => super::ended_result(model, watch, ended, start)?,
+            ChildEnd::Ended(ended) => super::searcher::ended_result(model, watch, ended, start)?,
         };
         merged.stats.liveness_transitions += live.stats.liveness_transitions;
         if !live.violations.is_empty() {
@@ -646,7 +365,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         }
         merged.violations.extend(live.violations);
     }
-    super::never_reached(model, &mut merged);
+    super::searcher::never_reached(model, &mut merged);
     if model.strategy == Strategy::Walk {
         merged.stats.unique = coord.sketch_estimate();
     } else if merged.verdict == Verdict::Pass {
@@ -740,62 +459,5 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats,
         sources,
         stopped,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::Event;
-
-    #[test]
-    fn paths_travel_intact() {
-        let steps = vec![
-            RawStep {
-                event: Event {
-                    actor: 2,
-                    handler: 1,
-                },
-                choices: vec![3, 0, 7],
-                seed: 0,
-            },
-            RawStep {
-                event: Event {
-                    actor: ENV,
-                    handler: 0,
-                },
-                choices: vec![],
-                seed: 5,
-            },
-        ];
-        let fp = Fingerprint(0x1234_5678_9abc_def0_0fed_cba9_8765_4321);
-        let (fp2, depth, back) = decode(&encode(fp, 2, &steps));
-        assert_eq!((fp2, depth), (fp, 2));
-        assert_eq!(back.len(), 2);
-        for (a, b) in steps.iter().zip(&back) {
-            assert_eq!((a.event, &a.choices, a.seed), (b.event, &b.choices, b.seed));
-        }
-    }
-
-    /// The work queue hands out what was offered, last first, and the
-    /// idle count ends the search only when every worker is idle and
-    /// nothing is offered.
-    #[test]
-    fn queue_and_termination() {
-        let c = Coord::new(2, FingerprintWidth::Bits64).unwrap();
-        let (mut a, mut b) = (false, false);
-        assert!(matches!(c.next_work(&mut a), Work::Wait));
-        assert!(a && c.wanted());
-        assert!(c.offer(&[1, 2, 3]));
-        assert!(c.offer(&[4]));
-        assert!(!c.wanted());
-        assert!(matches!(c.next_work(&mut a), Work::Path(r) if r == vec![4]));
-        assert!(!a);
-        assert!(matches!(c.next_work(&mut b), Work::Path(r) if r == vec![1, 2, 3]));
-        assert!(matches!(c.next_work(&mut a), Work::Wait));
-        assert!(matches!(c.next_work(&mut b), Work::Done));
-        assert!(matches!(c.next_work(&mut a), Work::Done));
-        c.halt();
-        assert!(!c.barrier(), "a stopped search does not wait at a barrier");
     }
 }

@@ -34,7 +34,7 @@ use crate::engine::{next_script, Event, RawStep, ENV};
 use crate::memory::{Fingerprint, StateId};
 use crate::model::{Process, PropertyKind};
 
-use super::Search;
+use super::searcher::Search;
 
 /// A state of the pending graph while it is on the depth-first stack.
 struct Frame {

@@ -19,7 +19,8 @@ use crate::engine::{RawStep, ENV};
 use crate::memory::{Fingerprint, StateId};
 use crate::model::{Process, DEFAULT_WALK_DEPTH};
 
-use super::Search;
+use super::searcher::Search;
+use super::sketch::Sketch;
 
 /// Where a walk is: the initial state's node (`root`), the state it is in,
 /// that state's node and depth.
@@ -401,47 +402,6 @@ fn shorten(steps: Vec<RawStep>, path: &[Fingerprint]) -> Vec<RawStep> {
         i += 1;
     }
     out
-}
-
-/// Distinct fingerprints seen, estimated in a fixed 4 KiB (HyperLogLog,
-/// 4096 registers: a standard error of about 1.6 %).
-pub(super) struct Sketch {
-    pub(super) registers: Vec<u8>,
-}
-
-impl Sketch {
-    pub(super) const BITS: u32 = 12;
-
-    pub(super) fn new() -> Self {
-        Sketch {
-            registers: vec![0; 1 << Self::BITS],
-        }
-    }
-
-    fn insert(&mut self, fp: Fingerprint) {
-        // Fingerprints are uniform; mix anyway, as the low half may be all
-        // there is (64-bit fingerprints).
-        let h = crate::sys::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64);
-        let index = (h >> (64 - Self::BITS)) as usize;
-        let rank = ((h << Self::BITS) | (1 << (Self::BITS - 1))).leading_zeros() as u8 + 1;
-        let r = &mut self.registers[index];
-        *r = (*r).max(rank);
-    }
-
-    pub(super) fn estimate(&self) -> u64 {
-        let m = self.registers.len() as f64;
-        let alpha = 0.7213 / (1.0 + 1.079 / m);
-        let sum: f64 = self.registers.iter().map(|&r| (-f64::from(r)).exp2()).sum();
-        let raw = alpha * m * m / sum;
-        let zeros = self.registers.iter().filter(|&&r| r == 0).count();
-        let estimate = if raw <= 2.5 * m && zeros > 0 {
-            // Small counts: linear counting.
-            m * (m / zeros as f64).ln()
-        } else {
-            raw
-        };
-        estimate.round() as u64
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 pub(crate) mod hash;
 pub(crate) mod layout;
+pub(crate) mod reloc;
 pub(crate) mod scope;
 pub(crate) mod shm;
 pub(crate) mod stack;

@@ -60,9 +60,10 @@ pub(crate) fn scrub_down_to(target: usize) {
 /// Whether the `band` bytes that lie `depth` bytes below the caller's frame
 /// are still zero, as [`scrub_stack`]`(depth + band)` left them: sampled
 /// every 128 bytes (a frame that reached the band wrote into it). False when
-/// code that ran since went deeper than `depth`.
+/// code that ran since went deeper than `depth`. `stack` is the thread's
+/// stack as `(low, length)` (`sys::layout::thread_stack`).
 #[inline(never)]
-pub(crate) fn band_is_clean(depth: usize, band: usize) -> bool {
+pub(crate) fn band_is_clean(depth: usize, band: usize, stack: (u64, u64)) -> bool {
     let marker = 0u8;
     let here = black_box(&marker as *const u8) as usize & !7;
     // This frame sits a few dozen bytes below the one `scrub_stack` had:
@@ -74,7 +75,7 @@ pub(crate) fn band_is_clean(depth: usize, band: usize) -> bool {
     );
     let top = here.saturating_sub(depth + MARGIN);
     let bottom = here.saturating_sub(depth + band - MARGIN);
-    let (low, len) = crate::sys::layout::thread_stack();
+    let (low, len) = stack;
     if (bottom as u64) < low || len == 0 {
         return true;
     }
