@@ -5,9 +5,28 @@
 //!
 //! This file only declares the layer's modules and re-exports its API.
 
+mod checks;
+mod crash;
+mod divergence;
+mod error;
+mod events;
+mod fingerprint;
 pub(crate) mod isolate;
+mod names;
+mod properties;
 mod run;
+mod setup;
 pub(crate) mod trace;
+mod traces;
 pub(crate) mod tree;
 
-pub use self::run::*;
+pub(crate) use self::crash::*;
+pub(crate) use self::divergence::*;
+pub use self::error::CheckError;
+pub(crate) use self::events::*;
+pub(crate) use self::fingerprint::*;
+pub(crate) use self::names::*;
+pub(crate) use self::properties::*;
+pub(crate) use self::run::*;
+pub(crate) use self::setup::*;
+pub(crate) use self::traces::*;

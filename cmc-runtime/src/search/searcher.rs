@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use crate::engine::isolate::{self, ChildEnd};
 use crate::engine::trace::{
-    CheckResult, Stats, Trace, Verdict, Violation, ViolationKind, ViolationRecord, TRACE_VERSION,
+    CheckResult, Stats, Trace, Verdict, Violation, ViolationKind, ViolationRecord,
 };
 use crate::engine::tree::NO_PARENT;
 use crate::engine::{
-    bare_trace, culprit, human_bytes, CheckError, Engine, Event, Names, RawStep, SetupFailure, ENV,
+    bare_trace, culprit, human_bytes, trace_of, CheckError, Engine, Event, Names, RawStep,
+    SetupFailure, ENV,
 };
 use crate::identity::visited::Visited;
-use crate::memory::FingerprintWidth;
 use crate::model::{Model, Process, Strategy};
 use crate::sys::scope::system_scope;
 
@@ -543,25 +543,14 @@ pub(super) fn search<P: Process>(
         Ok(engine) => engine,
         Err(SetupFailure::Error(e)) => return Err(e),
         Err(SetupFailure::Violation(record)) => {
-            let trace = Trace {
-                version: TRACE_VERSION,
-                state_hash: crate::sys::hash::STATE_HASH.to_string(),
-                model: model.name.clone(),
-                fingerprint_bits: if model.width == FingerprintWidth::Bits128 {
-                    128
-                } else {
-                    64
-                },
-                fingerprint: model.fingerprint,
-                initial_fingerprint: String::new(),
-                steps: Vec::new(),
-                violation: Some(record.clone()),
-                also_violated: Vec::new(),
-                sources: Vec::new(),
-                handlers: String::new(),
-                build: None,
-                loop_start: None,
-            };
+            let trace = trace_of(
+                model,
+                model.fingerprint,
+                Vec::new(),
+                String::new(),
+                Vec::new(),
+                record.clone(),
+            );
             return Ok(CheckResult {
                 model: model.name.clone(),
                 verdict: Verdict::Violation,

@@ -1,0 +1,275 @@
+//! Crash attribution: what a child process that ended without a result
+//! was doing (the phase in its crash log), which step it ran, and the
+//! violation its end becomes.
+
+use super::events::Event;
+use super::events::RawStep;
+use super::events::ENV;
+use super::names::Names;
+
+use crate::engine::isolate::{self};
+use crate::engine::trace::{ViolationKind, ViolationRecord};
+use crate::model::Process;
+
+/// The steps of a crash: the recorded path to the node being expanded,
+/// then the step that was running (from the current record).
+pub(crate) fn crash_steps(
+    current: Option<&[u64]>,
+    ancestry: Option<Vec<isolate::LoggedStep>>,
+) -> Option<Vec<RawStep>> {
+    let [isolate::CHECKING, _node, actor, handler, seed, n, script @ ..] = current? else {
+        return None;
+    };
+    let actor_of = |a: u64| {
+        if a == u64::MAX || a == u64::from(u32::MAX) {
+            ENV
+        } else {
+            a as usize
+        }
+    };
+    let mut steps: Vec<RawStep> = ancestry?
+        .into_iter()
+        .map(|s| RawStep {
+            event: Event {
+                actor: actor_of(u64::from(s.actor)),
+                handler: s.handler as usize,
+            },
+            choices: s.choices.into_iter().map(|c| c as usize).collect(),
+            seed: s.seed,
+        })
+        .collect();
+    let n = (*n as usize).min(script.len());
+    steps.push(RawStep {
+        event: Event {
+            actor: actor_of(*actor),
+            handler: *handler as usize,
+        },
+        choices: script[..n].iter().map(|&c| c as usize).collect(),
+        seed: *seed as u32,
+    });
+    Some(steps)
+}
+
+/// The last lines of what the child printed, for a violation's message.
+pub(crate) fn stderr_tail(stderr: &str) -> String {
+    let said: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    // A panic's own lines (where, then what) say more than the end of the
+    // backtrace that follows them.
+    if let Some(at) = said
+        .iter()
+        .rposition(|l| l.starts_with("thread '") && l.contains("panicked at"))
+    {
+        return said[at..(at + 2).min(said.len())].join(" / ");
+    }
+    said[said.len().saturating_sub(3)..].join(" / ")
+}
+
+/// What happened to user code `who`, by how the child ended: the kind of
+/// violation and its message.
+pub(crate) fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKind, String) {
+    let tail = stderr_tail(stderr);
+    let said = if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({tail})")
+    };
+    match how {
+        isolate::How::Signal(signal) => (
+            ViolationKind::Crash,
+            format!(
+                "{who} crashed: killed by {}{said}",
+                isolate::signal_name(signal)
+            ),
+        ),
+        isolate::How::Exit(status) => (
+            ViolationKind::Crash,
+            format!(
+                "{who} ended the checking process with exit status {status} \
+                 (std::process::exit or a C library exit){said}"
+            ),
+        ),
+        isolate::How::Hung(limit) => (
+            ViolationKind::Timeout,
+            format!(
+                "{who} did not return within {} s (the transition timeout; \
+                 `--transition-timeout` changes it)",
+                limit.as_secs_f64()
+            ),
+        ),
+        isolate::How::Deadline => (
+            ViolationKind::Timeout,
+            format!("{who} was still running at the time limit"),
+        ),
+        isolate::How::Interrupted(signal) => (
+            ViolationKind::Timeout,
+            format!(
+                "{who} was still running a second after {}",
+                isolate::signal_name(signal)
+            ),
+        ),
+    }
+}
+
+/// The steps of the path to a node, from the crash log.
+pub(crate) fn logged_path(ancestry: Vec<isolate::LoggedStep>) -> Vec<RawStep> {
+    ancestry
+        .into_iter()
+        .map(|s| RawStep {
+            event: Event {
+                actor: if s.actor == u32::MAX {
+                    ENV
+                } else {
+                    s.actor as usize
+                },
+                handler: s.handler as usize,
+            },
+            choices: s.choices.into_iter().map(|c| c as usize).collect(),
+            seed: s.seed,
+        })
+        .collect()
+}
+
+/// The user code a phase names: the violated property and a description
+/// of the culprit. `last` is the handler and actor of the step that ran,
+/// for handler and identity phases. `None`: no user code was running.
+pub(crate) fn blame<P: Process>(
+    n: &Names<'_, P>,
+    phase: isolate::Phase,
+    last: Option<(&str, &str)>,
+) -> Option<(String, String)> {
+    let process = |a: u64| (a != u64::MAX && (a as usize) < n.model.count).then_some(a as usize);
+    match phase.kind {
+        isolate::IN_SETUP => Some(match process(phase.a) {
+            Some(i) => (
+                format!("initialisation of process {i}"),
+                format!("the constructor of process {i}"),
+            ),
+            None => (
+                "initialisation of the shared variables".to_string(),
+                "the constructor of the shared variables".to_string(),
+            ),
+        }),
+        isolate::IN_GUARD => {
+            let handler = n.handlers.get(phase.b as usize).map_or("?", |h| h.name);
+            Some((
+                format!("guard of {handler}"),
+                match process(phase.a) {
+                    Some(p) => format!("the guard of {handler} in process {p}"),
+                    None => format!("the guard of {handler}"),
+                },
+            ))
+        }
+        isolate::IN_INVARIANT => {
+            let name = n
+                .invariants
+                .get(phase.b as usize)
+                .copied()
+                .unwrap_or("an invariant");
+            Some((
+                name.to_string(),
+                match process(phase.a) {
+                    Some(p) => format!("invariant {name} of process {p}"),
+                    None => format!("invariant {name}"),
+                },
+            ))
+        }
+        isolate::IN_HANDLER => {
+            let (handler, actor) = last?;
+            Some((handler.to_string(), format!("handler {handler} of {actor}")))
+        }
+        isolate::IN_IDENTITY => {
+            let (handler, actor) = last?;
+            // `c` is 1 for the Debug a trace shows, 0 for the identity.
+            let source = if phase.c == 1 { "debug" } else { n.source };
+            let whose = match process(phase.a) {
+                Some(i) => format!("process {i}"),
+                None => "the shared variables".to_string(),
+            };
+            Some((
+                format!("the {source} of {whose}"),
+                format!("the {source} of {whose} (after {handler} of {actor})"),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Why a child that ended without a result is nobody's fault in the user's
+/// code (the operating system, or cmc itself).
+pub(crate) fn no_culprit(ended: &isolate::Ended) -> String {
+    match ended.how {
+        isolate::How::Signal(libc::SIGKILL) => "the checking process was killed by SIGKILL \
+             from outside cmc — most likely the kernel's out-of-memory killer (lower the \
+             state bound, or set --max-memory)"
+            .to_string(),
+        isolate::How::Signal(signal) => format!(
+            "the checking process died of {} in cmc's own code, not in user code: a bug in \
+             cmc, please report it ({})",
+            isolate::signal_name(signal),
+            stderr_tail(&ended.stderr)
+        ),
+        isolate::How::Exit(status) => format!(
+            "the checking process exited with status {status} without a result ({})",
+            stderr_tail(&ended.stderr)
+        ),
+        _ => "the checking process was stopped".to_string(),
+    }
+}
+
+/// Whom an isolated check that ended without a result blames: the steps
+/// to the culprit (the last one the step that ran, for a handler or the
+/// identity of its successor) and the violation; or, when no user code was
+/// running (the checker itself, or the operating system, ended it), why.
+pub(crate) fn culprit<P: Process>(
+    n: &Names<'_, P>,
+    ended: &isolate::Ended,
+) -> Result<(Vec<RawStep>, ViolationRecord), String> {
+    let phase = ended.phase;
+    if ended.how == isolate::How::Signal(libc::SIGKILL) {
+        return Err(no_culprit(ended));
+    }
+    let unavailable = || {
+        if ended.published.log_full {
+            "user code ended the child, and the search had outgrown the crash log: its \
+             trace cannot be rebuilt"
+                .to_string()
+        } else {
+            "user code ended the child, and its trace could not be read from the crash log"
+                .to_string()
+        }
+    };
+    let steps = match phase.kind {
+        isolate::IN_SETUP => Vec::new(),
+        isolate::IN_GUARD | isolate::IN_INVARIANT => {
+            logged_path(ended.phase_ancestry.clone().ok_or_else(unavailable)?)
+        }
+        isolate::IN_HANDLER | isolate::IN_IDENTITY => {
+            crash_steps(ended.log.as_deref(), ended.ancestry.clone()).ok_or_else(unavailable)?
+        }
+        _ => return Err(no_culprit(ended)),
+    };
+    let names = matches!(phase.kind, isolate::IN_HANDLER | isolate::IN_IDENTITY)
+        .then(|| steps.last())
+        .flatten()
+        .map(|s| (n.handler(s.event).to_string(), n.actor(s.event.actor)));
+    let (property, who) = blame(
+        n,
+        phase,
+        names.as_ref().map(|(h, a)| (h.as_str(), a.as_str())),
+    )
+    .ok_or_else(|| no_culprit(ended))?;
+    let (kind, message) = ending(ended.how, &who, &ended.stderr);
+    Ok((
+        steps,
+        ViolationRecord {
+            kind,
+            property,
+            message,
+            location: None,
+        },
+    ))
+}

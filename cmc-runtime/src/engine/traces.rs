@@ -1,0 +1,302 @@
+//! The search tree's nodes and the traces built from them: each step
+//! described (what was delivered, sent, set), with [`Trace`] built in one
+//! place ([`trace_of`]).
+
+use super::crash::logged_path;
+use super::events::Event;
+use super::events::Outcome;
+use super::events::RawStep;
+use super::events::{ENV, LOSE};
+use super::fingerprint::hex;
+use super::names::Names;
+use super::setup::Engine;
+use std::time::{Duration, Instant};
+
+use crate::engine::isolate::{self};
+use crate::engine::trace::{Sent, Step, StepKind, Trace, ViolationRecord, TRACE_VERSION};
+use crate::identity::TypeSource;
+use crate::memory::FingerprintWidth;
+use crate::model::ctx::user_code;
+use crate::model::{FingerprintMode, Model, Process, Trigger};
+use crate::sys::scope::system_scope;
+
+/// A trace of `model`: the one place a [`Trace`] is made. Its steps, its
+/// violation, the source of identity each type used and the shape of the
+/// handler tables; the initial fingerprint and the other invariants the
+/// last state breaks are the caller's to add when it knows them.
+pub(crate) fn trace_of<P: Process>(
+    model: &Model<P>,
+    fingerprint: Option<FingerprintMode>,
+    sources: Vec<TypeSource>,
+    handlers: String,
+    steps: Vec<Step>,
+    record: ViolationRecord,
+) -> Trace {
+    Trace {
+        version: TRACE_VERSION,
+        state_hash: crate::sys::hash::STATE_HASH.to_string(),
+        model: model.name.clone(),
+        fingerprint_bits: match model.width {
+            FingerprintWidth::Bits128 => 128,
+            _ => 64,
+        },
+        fingerprint,
+        initial_fingerprint: String::new(),
+        steps,
+        violation: Some(record),
+        also_violated: Vec::new(),
+        sources,
+        handlers,
+        build: None,
+        loop_start: None,
+    }
+}
+
+/// A step as recorded, without running it: which process ran which
+/// handler (named by `actor`, `handler` and `kind`) with which choices.
+fn bare_step(step: &RawStep, actor: String, handler: &str, kind: StepKind) -> Step {
+    Step {
+        process: (step.event.actor != ENV).then_some(step.event.actor),
+        actor,
+        handler: handler.to_string(),
+        kind,
+        choices: step.choices.clone(),
+        seed: step.seed,
+        message: None,
+        from: None,
+        to: None,
+        sent: Vec::new(),
+        timers: Vec::new(),
+        fingerprint: String::new(),
+        before: None,
+        after: None,
+    }
+}
+
+/// A trace of raw steps with only the names of its events: what is left
+/// when the steps cannot be re-run (they do not behave the same again).
+pub(crate) fn bare_trace<P: Process>(
+    n: &Names<'_, P>,
+    steps: &[RawStep],
+    record: ViolationRecord,
+) -> Trace {
+    let steps = steps
+        .iter()
+        .map(|s| {
+            bare_step(
+                s,
+                n.actor(s.event.actor),
+                n.handler(s.event),
+                n.step_kind(s.event),
+            )
+        })
+        .collect();
+    trace_of(
+        n.model,
+        n.model.fingerprint,
+        Vec::new(),
+        n.shape(),
+        steps,
+        record,
+    )
+}
+
+impl<'m, P: Process> Engine<'m, P> {
+    /// Records the node of a new state reached from `parent` by `e`;
+    /// `None` when the search tree has no room left.
+    pub(crate) fn record_node(
+        &mut self,
+        parent: u32,
+        e: Event,
+        choices: &[usize],
+        seed: u32,
+    ) -> Option<u32> {
+        let actor = if e.actor == ENV {
+            u32::MAX
+        } else {
+            e.actor as u32
+        };
+        self.tree
+            .push(parent, actor, e.handler as u32, seed, choices)
+    }
+
+    pub(crate) fn path(&self, node: u32) -> Vec<RawStep> {
+        logged_path(
+            self.tree
+                .path(node)
+                .expect("the path to a node the search recorded"),
+        )
+    }
+
+    pub(crate) fn show(&self, actor: usize) -> Option<String> {
+        let show = self.model.debug?;
+        if actor == ENV {
+            return None;
+        }
+        let _sys = system_scope();
+        // The process's Debug is user code: the watchdog sees it run.
+        isolate::phase(isolate::IN_IDENTITY, 0, actor as u64, 0, 1);
+        // SAFETY: a live root of the loaded state.
+        user_code(false, || show(unsafe { &*self.roots[actor] })).ok()
+    }
+
+    pub(crate) fn step_kind(&self, e: Event) -> StepKind {
+        match (e.actor, e.handler) {
+            (ENV, LOSE) => StepKind::Loss,
+            (ENV, _) => StepKind::Duplication,
+            _ if matches!(self.handlers[e.handler].trigger, Trigger::Timer(_)) => StepKind::Timer,
+            _ => StepKind::Handler,
+        }
+    }
+
+    /// A trace step: the event, its choices, and what its run did.
+    pub(crate) fn describe_step(
+        &self,
+        step: &RawStep,
+        outcome: Outcome,
+        fingerprint: String,
+        before: Option<String>,
+        after: Option<String>,
+    ) -> Step {
+        let (from, to, message) = match outcome.delivered {
+            Some((from, to, m)) => (Some(from), Some(to), Some(m)),
+            None => (None, None, None),
+        };
+        Step {
+            process: (step.event.actor != ENV).then_some(step.event.actor),
+            actor: self.actor_name(step.event.actor),
+            handler: self.handler_name(step.event).into(),
+            kind: self.step_kind(step.event),
+            choices: step.choices.clone(),
+            seed: step.seed,
+            message,
+            from,
+            to,
+            sent: outcome
+                .sent
+                .into_iter()
+                .map(|(to, message, fate)| Sent {
+                    to,
+                    message,
+                    fate: fate.into(),
+                })
+                .collect(),
+            timers: outcome.timers,
+            fingerprint,
+            before,
+            after,
+        }
+    }
+
+    /// How long the forked child that builds a trace (see
+    /// [`Engine::build_trace`]) may take: it re-runs at most the steps of
+    /// one path.
+    const TRACE_CHILD_LIMIT: Duration = Duration::from_secs(120);
+
+    /// Re-runs `steps` from the initial state to describe them. When a
+    /// thread of user code that outlived its handler uses the arenas
+    /// (they are frozen), in a forked child, whose copy of the arenas no
+    /// other thread uses; should the child fail, the trace names the
+    /// steps without describing them.
+    pub(crate) fn build_trace(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        if !self.mem.frozen() {
+            return self.build_trace_here(steps, record);
+        }
+        let watch = isolate::Watch {
+            transition_timeout: None,
+            deadline: Some(Instant::now() + Self::TRACE_CHILD_LIMIT),
+        };
+        let end = isolate::run_in_child(watch, || {
+            self.mem.thaw_in_child();
+            let trace = self.build_trace_here(steps, record.clone());
+            let _sys = system_scope();
+            serde_json::to_string(&trace).expect("a trace serialises")
+        });
+        let built = match end {
+            Ok(isolate::ChildEnd::Finished(text)) => serde_json::from_str::<Trace>(&text).ok(),
+            _ => None,
+        };
+        built.unwrap_or_else(|| self.bare_trace(steps, record))
+    }
+
+    /// The trace of `steps` as recorded, without running them: which
+    /// process ran which handler with which choices.
+    fn bare_trace(&self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        let steps = steps
+            .iter()
+            .map(|step| {
+                let (actor, handler) = (step.event.actor, self.handler_name(step.event));
+                bare_step(
+                    step,
+                    self.actor_name(actor),
+                    handler,
+                    self.step_kind(step.event),
+                )
+            })
+            .collect();
+        let sources = self.fp.sources.clone();
+        trace_of(
+            self.model,
+            self.fp.mode,
+            sources,
+            self.shape(),
+            steps,
+            record,
+        )
+    }
+
+    fn build_trace_here(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        self.mem.restore(self.initial);
+        let mut fp = self.fresh_fingerprinter();
+        let initial_fingerprint = self
+            .trace_fingerprint(&mut fp, self.initial)
+            .map_or_else(|_| String::new(), hex);
+        let mut out = Vec::with_capacity(steps.len());
+        let mut last_failed = false;
+        // The state each step starts from, kept until the next one is
+        // captured.
+        let mut pre = self.initial;
+        for step in steps {
+            let before = self.show(step.event.actor);
+            let outcome = self.run_described(step.event, step.choices.clone(), step.seed, pre);
+            let (fingerprint, after) =
+                if outcome.cut_short() || self.mem.take_exhaustion().is_some() {
+                    last_failed = true;
+                    (String::new(), None)
+                } else {
+                    let s = self.mem.capture();
+                    let print = self
+                        .trace_fingerprint(&mut fp, s)
+                        .map_or_else(|_| String::new(), hex);
+                    if pre != self.initial {
+                        self.mem.release(pre);
+                    }
+                    pre = s;
+                    (print, self.show(step.event.actor))
+                };
+            out.push(self.describe_step(step, outcome, fingerprint, before, after));
+        }
+        // The final state is loaded unless the last step failed: name every
+        // other invariant it breaks (the first one found is `record`).
+        let also_violated = if last_failed {
+            Vec::new()
+        } else {
+            let mut names: Vec<String> = Vec::new();
+            for v in self.invariant_violations(false) {
+                if v.property != record.property && !names.contains(&v.property) {
+                    names.push(v.property);
+                }
+            }
+            names
+        };
+        fp.release(&mut self.mem);
+        if pre != self.initial {
+            self.mem.release(pre);
+        }
+        let sources = self.fp.sources.clone();
+        let mut trace = trace_of(self.model, self.fp.mode, sources, self.shape(), out, record);
+        trace.initial_fingerprint = initial_fingerprint;
+        trace.also_violated = also_violated;
+        trace
+    }
+}
