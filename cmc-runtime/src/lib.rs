@@ -41,7 +41,7 @@ pub mod registry {
     pub use crate::driver::registry::*;
 }
 
-pub use crate::driver::replay::ReplayOutcome;
+pub use crate::driver::trace_replay::ReplayOutcome;
 pub use crate::engine::trace::{
     BuildInfo, CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
     ViolationRecord, TRACE_VERSION,
@@ -79,7 +79,7 @@ impl<P: Process> Model<P> {
     /// Re-executes a trace on a fresh instance of the model, checking every
     /// step's fingerprint, and reports whether its violation reproduces.
     pub fn replay(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        driver::replay::replay(self, trace)
+        driver::trace_replay::replay(self, trace)
     }
 
     /// [`Model::check`] in a child process, so that a crash in user code (a
@@ -92,7 +92,7 @@ impl<P: Process> Model<P> {
     /// [`Model::replay`] in a child process: a crash at the trace's last step
     /// reproduces a crash violation.
     pub fn replay_isolated(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        driver::replay::replay_isolated(self, trace)
+        driver::trace_replay::replay_isolated(self, trace)
     }
 }
 
@@ -100,7 +100,7 @@ impl<P: Process> Model<P> {
 /// stability promise; users never name it.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::driver::harness::harness_main;
+    pub use crate::driver::protocol::harness_main;
     pub use crate::driver::registry::private::{check_model, replay_model};
     pub use crate::driver::registry::{InvariantEntry, ModelEntry, RunOptions};
     pub use inventory;
@@ -150,15 +150,15 @@ pub mod __bench {
     }
 
     /// Runs `f` with the chunk-hash cache reading `mem`'s pages, as the
-    /// engine does while it fingerprints (see `identity::cache`).
+    /// engine does while it fingerprints (see `identity::chunks`).
     pub fn with_hash_cache<R>(mem: &crate::memory::Memory, f: impl FnOnce() -> R) -> R {
-        crate::identity::cache::with_memory(mem, f)
+        crate::identity::chunks::with_memory(mem, f)
     }
 
     /// (Chunks hashed, chunks whose remembered hash was used) on this
     /// thread so far.
     pub fn hash_cache_counts() -> (u64, u64) {
-        crate::identity::cache::counts()
+        crate::identity::chunks::counts()
     }
 
     /// The content-addressed page store, for measuring insertion alone.

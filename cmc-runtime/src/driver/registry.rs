@@ -2,7 +2,7 @@
 //! at run time with `inventory` (no list to keep), and the options a harness
 //! such as `cargo cmc` applies to a registered model.
 
-use crate::driver::replay::ReplayOutcome;
+use crate::driver::trace_replay::ReplayOutcome;
 use crate::engine::trace::{CheckResult, Trace};
 use crate::engine::CheckError;
 use crate::model::{Model, Process};

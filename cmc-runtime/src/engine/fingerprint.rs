@@ -398,12 +398,12 @@ impl<P: Process> Parts<'_, P> {
         match &fp.process {
             Chosen::Bytes => Ok(self.mem.arena_sum(state, self.arenas[i])),
             Chosen::Heap => Ok(fp.graphs[i].fingerprint(self.mem, &mut fp.table, state)),
-            Chosen::Value(mode, f) => crate::identity::cache::with_memory(self.mem, || {
+            Chosen::Value(mode, f) => crate::identity::chunks::with_memory(self.mem, || {
                 Self::user(what(source_name(*mode)), proc, f)
             }),
             Chosen::Abstract => {
                 let f = self.model.abstraction.as_ref().expect("checked at setup");
-                crate::identity::cache::with_memory(self.mem, || {
+                crate::identity::chunks::with_memory(self.mem, || {
                     Self::user(what("abstraction"), proc, &|p, h| f(p, h))
                 })
             }
@@ -437,7 +437,7 @@ impl<P: Process> Parts<'_, P> {
             isolate::phase(isolate::IN_IDENTITY, 0, u64::MAX, 0, 0);
         }
         let shared = match &fp.shared {
-            Chosen::Value(mode, f) => crate::identity::cache::with_memory(self.mem, || {
+            Chosen::Value(mode, f) => crate::identity::chunks::with_memory(self.mem, || {
                 Self::user(
                     || format!("the {} of the shared variables", source_name(*mode)),
                     &*env.shared,

@@ -16,6 +16,7 @@ mod names;
 mod properties;
 mod run;
 mod setup;
+mod states;
 pub(crate) mod trace;
 mod traces;
 pub(crate) mod tree;

@@ -32,49 +32,49 @@ use crate::sys::scope::system_scope;
 
 /// A model set up in memory: arenas, roots, the initial state.
 pub(crate) struct Engine<'m, P: Process> {
-    pub(crate) model: &'m Model<P>,
-    pub(crate) mem: Memory,
-    pub(crate) arenas: Vec<ArenaId>,
-    pub(crate) env_arena: ArenaId,
-    pub(crate) roots: Vec<*mut P>,
-    pub(crate) env: *mut Env<P::Msg, P::Shared>,
-    pub(crate) handlers: Vec<Handler<P>>,
-    pub(crate) invariants: Vec<Invariant<P>>,
+    pub(super) model: &'m Model<P>,
+    pub(super) mem: Memory,
+    pub(super) arenas: Vec<ArenaId>,
+    pub(super) env_arena: ArenaId,
+    pub(super) roots: Vec<*mut P>,
+    pub(super) env: *mut Env<P::Msg, P::Shared>,
+    pub(super) handlers: Vec<Handler<P>>,
+    pub(super) invariants: Vec<Invariant<P>>,
     /// Global invariants registered with `#[cmc::invariant]` for `P`.
-    pub(crate) registered: Vec<(&'static str, crate::model::registered::ErasedCheck)>,
+    pub(super) registered: Vec<(&'static str, crate::model::registered::ErasedCheck)>,
     /// The model's `sometimes` and `eventually` properties, then the
     /// registered ones.
-    pub(crate) properties: Vec<PropertyFn<P>>,
-    pub(crate) initial: StateId,
+    pub(super) properties: Vec<PropertyFn<P>>,
+    pub(super) initial: StateId,
     /// How each stored state was first reached (shared with the parent
     /// process in an isolated run, see [`crate::engine::tree`]).
-    pub(crate) tree: Tree,
-    pub(crate) fp: Fingerprinter<P>,
+    pub(super) tree: Tree,
+    pub(super) fp: Fingerprinter<P>,
     /// Whether handlers run on a scrubbed stack (see [`Engine::new`]).
-    pub(crate) scrub: bool,
+    pub(super) scrub: bool,
     /// The generator state that picks a run's choices beyond its script
     /// (a random walk's; see `ctx::Run::pick`), while the caller sets it.
-    pub(crate) pick: Option<u64>,
-    pub(crate) globals: Globals,
+    pub(super) pick: Option<u64>,
+    pub(super) globals: Globals,
     /// The seed base of the state being expanded (see
     /// [`Engine::seed_key`]), computed once for all its transitions; set
     /// and cleared by the search around each expansion. The flag tells
     /// whether it is exact (a function of the state's identity) or
     /// provisional (its bytes, under a heap identity).
-    pub(crate) seed_base: Option<(StateId, u128, bool)>,
+    pub(super) seed_base: Option<(StateId, u128, bool)>,
     /// The node of the search tree whose guards or invariants run next
     /// (for the crash log: a crash there is attributed to that state).
-    pub(crate) at: u32,
+    pub(super) at: u32,
     /// Scratch for [`Engine::pending_fingerprint`]: which arenas changed,
     /// and the components it computed.
-    pub(crate) changed: Vec<bool>,
-    pub(crate) computed: Vec<(ArenaId, u128)>,
+    pub(super) changed: Vec<bool>,
+    pub(super) computed: Vec<(ArenaId, u128)>,
     /// The sum of components [`Engine::pending_fingerprint`] found last.
-    pub(crate) pending_sum: u128,
+    pub(super) pending_sum: u128,
     /// Contents of process arenas (their `Memory::arena_key`s) on which
     /// every per-process invariant held, when the search lets the engine
     /// remember them (see [`Engine::invariant_violations`]).
-    pub(crate) passed: Option<Box<[std::cell::Cell<u128>]>>,
+    pub(super) passed: Option<Box<[std::cell::Cell<u128>]>>,
 }
 
 /// Initialises, in checker memory, the lazily created globals that handler

@@ -81,11 +81,11 @@ impl std::hash::Hasher for StateHasher {
 
     /// A long run of bytes (a large `Vec<u8>`, `String`, or slice of
     /// numbers hashed by their `Hash`) is hashed in chunks, whose hashes
-    /// are remembered by the pages that hold them (see `identity::cache`).
+    /// are remembered by the pages that hold them (see `identity::chunks`).
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        if bytes.len() >= crate::identity::cache::MIN_RUN_BYTES {
-            crate::identity::cache::write_run(&mut self.0, bytes);
+        if bytes.len() >= crate::identity::chunks::MIN_RUN_BYTES {
+            crate::identity::chunks::write_run(&mut self.0, bytes);
         } else {
             self.0.bytes(bytes)
         }
@@ -162,11 +162,11 @@ impl std::hash::Hasher for StateHasher {
 /// then the sum of its chunks' terms.
 pub(crate) fn write_values<T>(h: &mut StateHasher, items: &[T], each: fn(&T, &mut StateHasher)) {
     let size = size_of::<T>();
-    let per = (crate::identity::cache::CHUNK_BYTES / size.max(1)).max(1);
+    let per = (crate::identity::chunks::CHUNK_BYTES / size.max(1)).max(1);
     let sum = if size == 0 {
         0
     } else {
-        crate::identity::cache::run(
+        crate::identity::chunks::run(
             items.as_ptr() as usize,
             size_of_val(items),
             per * size,

@@ -27,8 +27,8 @@
 //! concrete: `#[cmc::process]` and `#[derive(cmc::StateHash)]` probe for
 //! them (see [`probe`]). The engine only asks this module for a hash.
 
-pub(crate) mod cache;
 pub mod canon;
+pub(crate) mod chunks;
 mod debug;
 pub(crate) mod hasher;
 pub mod probe;

@@ -92,9 +92,9 @@ impl StateHash for String {
 impl<T: StateHash> StateHash for [T] {
     /// A long slice of values whose hash reads only their own bytes is
     /// hashed in chunks, whose hashes are remembered by the pages that hold
-    /// them (see `identity::cache`).
+    /// them (see `identity::chunks`).
     fn state_hash(&self, h: &mut StateHasher) {
-        if T::SELF_CONTAINED && size_of_val(self) >= super::cache::MIN_RUN_BYTES {
+        if T::SELF_CONTAINED && size_of_val(self) >= super::chunks::MIN_RUN_BYTES {
             if T::RAW_BYTES {
                 // SAFETY: an integer type: every byte of the slice is
                 // initialised and part of a value.

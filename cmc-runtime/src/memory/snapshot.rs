@@ -778,7 +778,7 @@ impl Memory {
     ///
     /// Whatever is computed from a page's bytes alone can be remembered
     /// under its serial and reused whenever the serial comes back (see
-    /// `identity::cache`).
+    /// `identity::chunks`).
     pub(crate) fn page_serials(&self, addr: usize, len: usize, out: &mut Vec<u64>) -> bool {
         out.clear();
         let Some(loaded) = self.loaded else {

@@ -13,10 +13,10 @@ use crate::memory::{ArenaId, StateId, TableId};
 use crate::model::ctx;
 use crate::model::Process;
 
-use super::cache::Known;
 use super::frontier::Item;
 use super::searcher::Search;
 use super::sleep::Sleeper;
+use super::transition_cache::Known;
 use crate::model::por::Footprint;
 
 impl<P: Process> Search<'_, '_, P> {
@@ -27,9 +27,9 @@ impl<P: Process> Search<'_, '_, P> {
         let keyed = self.prepare_keys(item);
         let known = if keyed { self.known_events() } else { None };
         let e = &mut *self.engine;
-        e.at = item.node;
+        e.set_node(item.node);
         if known.is_none() {
-            e.mem.restore(item.state);
+            e.load(item.state);
         }
         let plan = self.sleep.as_mut().map(|s| s.plan(item.state));
         let (events, guards) = match known {
@@ -49,9 +49,9 @@ impl<P: Process> Search<'_, '_, P> {
             },
         };
         let e = &mut *self.engine;
-        if e.model.check_determinism {
+        if e.model().check_determinism {
             // The guards, evaluated again, must enable the same handlers.
-            for run in 1..e.model.determinism_runs.max(2) {
+            for run in 1..e.model().determinism_runs.max(2) {
                 ctx::set_stack_shift(64 * run);
                 let again = e.enabled();
                 ctx::set_stack_shift(0);
@@ -89,7 +89,7 @@ impl<P: Process> Search<'_, '_, P> {
             }
         }
         if events.is_empty() {
-            if !e.model.quiescence_ok {
+            if !e.model().quiescence_ok {
                 let steps = e.path(item.node);
                 self.report(
                     steps,
@@ -103,16 +103,16 @@ impl<P: Process> Search<'_, '_, P> {
             }
             return;
         }
-        if let Some(d) = e.model.bounds.max_depth.filter(|&d| item.depth >= d) {
+        if let Some(d) = e.model().bounds.max_depth.filter(|&d| item.depth >= d) {
             self.bounded = true;
             self.bounded_by
                 .get_or_insert_with(|| format!("the depth bound ({d}) cut the search"));
             return;
         }
-        let seeds = self.engine.model.random_seeds as u32;
+        let seeds = self.engine.model().random_seeds as u32;
         if crate::determinism::random::enabled() {
             let (base, exact) = self.engine.seed_base_of(item.state);
-            self.engine.seed_base = Some((item.state, base, exact));
+            self.engine.begin_expansion(item.state, base, exact);
         }
         let (asleep, only) = match plan {
             Some(plan) => {
@@ -132,7 +132,7 @@ impl<P: Process> Search<'_, '_, P> {
         let mut first_keys = std::mem::take(&mut self.first_keys);
         first_keys.clear();
         if self.keyed == Some(item.state) {
-            let pre = self.engine.mem.state_tag(item.state);
+            let pre = self.engine.state_tag(item.state);
             for &event in &events {
                 let key = self.cache_key(item, event, &[], 0);
                 let mut known = None;
@@ -175,7 +175,7 @@ impl<P: Process> Search<'_, '_, P> {
                         Some(&first) if seed == 0 && script.is_empty() => first,
                         _ => {
                             let key = self.cache_key(item, event, &script, seed);
-                            let pre = self.engine.mem.state_tag(item.state);
+                            let pre = self.engine.state_tag(item.state);
                             let known = match (key, pre, &self.cache) {
                                 (Some(k), Some(pre), Some(c)) => {
                                     c.get(k).map(|fact| self.known(pre, fact))
@@ -208,7 +208,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             }
         }
-        self.engine.seed_base = None;
+        self.engine.end_expansion();
         self.first_keys = first_keys;
         self.events_buf = events;
     }
@@ -228,18 +228,16 @@ impl<P: Process> Search<'_, '_, P> {
         succ: StateId,
         fp: Fingerprint,
     ) -> Option<Result<String, String>> {
-        let runs = e.model.determinism_runs.max(2);
+        let runs = e.model().determinism_runs.max(2);
         for run in 1..runs {
-            e.mem.restore(item.state);
-            let globals = e.globals.snapshot();
+            e.load(item.state);
+            let globals = e.globals_snapshot();
             ctx::set_stack_shift(64 * run);
             let again = e.run(event, taken.to_vec(), seed, false, item.state);
             ctx::set_stack_shift(0);
             // Named only if the runs differ: a thread the handler starts
             // writes std's globals in every run.
-            let written = e
-                .globals
-                .words_written_since(&globals, &crate::determinism::random::controlled_words());
+            let written = e.globals_written_since(&globals);
             if let Some(m) = again.thread_error {
                 return Some(Err(m));
             }
@@ -247,15 +245,15 @@ impl<P: Process> Search<'_, '_, P> {
             let differs = if let Some((m, _)) = &again.panic {
                 cause.push(format!("run {} panicked: {m}", run + 1));
                 true
-            } else if e.mem.take_exhaustion().is_some() {
+            } else if e.take_exhaustion().is_some() {
                 cause.push(format!("run {} ran out of arena memory", run + 1));
                 true
             } else {
-                let s2 = e.mem.capture();
+                let s2 = e.capture();
                 let same = e.state_fingerprint(s2).is_ok_and(|f| f == fp);
                 if !same && event.actor != ENV {
                     let second = e.show(event.actor);
-                    e.mem.restore(succ);
+                    e.load(succ);
                     let first = e.show(event.actor);
                     if let (Some(a), Some(b)) = (first, second) {
                         cause.push(match first_difference(&a, &b) {
@@ -266,7 +264,7 @@ impl<P: Process> Search<'_, '_, P> {
                         });
                     }
                 }
-                e.mem.release(s2);
+                e.release(s2);
                 !same
             };
             if !differs {
@@ -275,18 +273,16 @@ impl<P: Process> Search<'_, '_, P> {
             // Other threads of the program write globals too (a test
             // harness starting threads bumps std's thread-id counter): keep
             // those that three more runs each write again.
-            let mut written = e.globals.names(&written);
+            let mut written = e.globals_named(&written);
             for _ in 0..3 {
                 if written.is_empty() {
                     break;
                 }
-                e.mem.restore(item.state);
-                let globals = e.globals.snapshot();
+                e.load(item.state);
+                let globals = e.globals_snapshot();
                 let _ = e.run(event, taken.to_vec(), seed, false, item.state);
-                let _ = e.mem.take_exhaustion();
-                let again = e
-                    .globals
-                    .written_since(&globals, &crate::determinism::random::controlled_words());
+                let _ = e.take_exhaustion();
+                let again = e.globals_written_names(&globals);
                 written.retain(|w| again.contains(w));
             }
             if !written.is_empty() {
@@ -351,7 +347,7 @@ impl<P: Process> Search<'_, '_, P> {
                 format!("{}: {message}", e.actor_name(event.actor)),
                 Some(location),
             ))
-        } else if let Some(x) = e.mem.take_exhaustion() {
+        } else if let Some(x) = e.take_exhaustion() {
             Some(fail(ViolationKind::ArenaExhausted, x.to_string(), None))
         } else {
             outcome
@@ -386,7 +382,7 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// What the cache's `fact` says about a transition from a state whose
     /// fingerprint sum is `pre`.
-    fn known(&self, pre: u128, fact: super::cache::Fact) -> Known {
+    fn known(&self, pre: u128, fact: super::transition_cache::Fact) -> Known {
         let sum = pre.wrapping_add(fact.delta);
         Known {
             fact,
@@ -437,7 +433,7 @@ impl<P: Process> Search<'_, '_, P> {
         }
         Self::record(item, event, seed, &script);
         let e = &mut *self.engine;
-        e.mem.restore(item.state);
+        e.load(item.state);
         let mut outcome = e.run(event, script, seed, false, item.state);
         let ranges = std::mem::take(&mut outcome.ranges);
         let drew = outcome.drew;
@@ -445,7 +441,7 @@ impl<P: Process> Search<'_, '_, P> {
         // is the whole state's) and ran cleanly (checked below).
         let cacheable = key.is_some()
             && outcome.misfit.is_none()
-            && !if e.model.random_seeds > 1 {
+            && !if e.model().random_seeds > 1 {
                 drew
             } else {
                 crate::determinism::random::drew()
@@ -491,11 +487,11 @@ impl<P: Process> Search<'_, '_, P> {
             };
             let mut cached = false;
             if let (true, Some(key), Some(cache), Some(pre)) =
-                (cacheable, key, &mut self.cache, e.mem.state_tag(item.state))
+                (cacheable, key, &mut self.cache, e.state_tag(item.state))
             {
-                if let Some(old) = cache.insert(key, e.pending_sum.wrapping_sub(pre), &ranges) {
+                if let Some(old) = cache.insert(key, e.pending_sum().wrapping_sub(pre), &ranges) {
                     for t in old {
-                        e.mem.drop_table(t);
+                        e.drop_table(t);
                     }
                 }
                 cached = true;
@@ -504,32 +500,32 @@ impl<P: Process> Search<'_, '_, P> {
                 self.arrived_again(item, &step, fp, None);
                 return (ranges, drew);
             }
-            let succ = e.mem.capture();
+            let succ = e.capture();
             e.tag_computed(succ);
             if let (true, Some(key)) = (cached, key) {
                 self.keep_successor(item.state, succ, event, key);
             }
             (succ, fp)
         } else {
-            let succ = e.mem.capture();
+            let succ = e.capture();
             self.stats.generated += 1;
             let fp = match e.state_fingerprint(succ) {
                 Ok(fp) => fp,
                 Err(record) => {
-                    e.mem.release(succ);
+                    e.release(succ);
                     let mut steps = e.path(item.node);
                     steps.push(step);
                     self.report(steps, record);
                     return (ranges, drew);
                 }
             };
-            if e.model.check_determinism {
+            if e.model().check_determinism {
                 match Self::determinism(e, item, event, &step.choices, seed, succ, fp) {
                     None => {}
                     Some(Err(thread)) => {
                         // Only a later run left a thread behind: report that,
                         // it stops the search.
-                        e.mem.release(succ);
+                        e.release(succ);
                         let mut steps = e.path(item.node);
                         steps.push(step);
                         self.halted = true;
@@ -539,12 +535,12 @@ impl<P: Process> Search<'_, '_, P> {
                     Some(Ok(message)) => {
                         let mut steps = e.path(item.node);
                         steps.push(step);
-                        e.mem.release(succ);
+                        e.release(succ);
                         self.report(steps, fail(ViolationKind::Nondeterminism, message, None));
                         return (ranges, drew);
                     }
                 }
-                e.mem.restore(succ);
+                e.load(succ);
             }
             if !self.visited.insert(fp) {
                 self.arrived_again(item, &step, fp, Some(succ));
@@ -564,13 +560,13 @@ impl<P: Process> Search<'_, '_, P> {
         let e = &mut *self.engine;
         if e.pruned() {
             self.stats.pruned += 1;
-            e.mem.release(succ);
+            e.release(succ);
             return;
         }
         let Some(node) = e.record_node(item.node, event, &step.choices, step.seed) else {
             // The search tree is full: the search stops, bounded (see
             // `stop_requested`).
-            e.mem.release(succ);
+            e.release(succ);
             return;
         };
         self.stats.unique += 1;
@@ -585,11 +581,11 @@ impl<P: Process> Search<'_, '_, P> {
             self.stats.max_depth,
             self.stats.generated,
         );
-        e.at = node;
+        e.set_node(node);
         let verdict = e.check_state();
-        if e.model.check_determinism {
+        if e.model().check_determinism {
             // The invariants, evaluated again, must judge the same.
-            for run in 1..e.model.determinism_runs.max(2) {
+            for run in 1..e.model().determinism_runs.max(2) {
                 ctx::set_stack_shift(64 * run);
                 let again = e.check_state();
                 ctx::set_stack_shift(0);
@@ -614,7 +610,7 @@ impl<P: Process> Search<'_, '_, P> {
                     ),
                     location: None,
                 };
-                e.mem.release(succ);
+                e.release(succ);
                 let steps = e.path(node);
                 self.report(steps, record);
                 return;
@@ -624,12 +620,12 @@ impl<P: Process> Search<'_, '_, P> {
             let steps = e.path(node);
             self.report(steps, record);
             if !self.past_violations() {
-                self.engine.mem.release(succ);
+                self.engine.release(succ);
                 return;
             }
             // Building the trace loaded other states.
-            self.engine.mem.restore(succ);
-            self.engine.at = node;
+            self.engine.load(succ);
+            self.engine.set_node(node);
         }
         let priority = self.priority();
         if !self.unreached.is_empty() {
@@ -671,17 +667,16 @@ impl<P: Process> Search<'_, '_, P> {
         self.stats.derived += 1;
         self.last_print = Footprint::default();
         let e = &mut *self.engine;
-        let env = (e.env_arena, tables[1]);
+        let env = (e.env_arena(), tables[1]);
         let succ = if event.actor == ENV {
-            e.mem.derive(item.state, &[env])
+            e.derive(item.state, &[env])
         } else {
-            e.mem
-                .derive(item.state, &[(e.arenas[event.actor], tables[0]), env])
+            e.derive(item.state, &[(e.arenas()[event.actor], tables[0]), env])
         };
-        e.mem.set_state_tag(succ, sum);
+        e.set_state_tag(succ, sum);
         // Loaded, as a run's successor is (the reference `derive` gave
         // goes to the frontier, as a capture's does).
-        e.mem.restore(succ);
+        e.load(succ);
         let step = RawStep {
             event,
             choices: ranges.iter().map(|&(v, _)| v).collect(),
@@ -699,26 +694,26 @@ impl<P: Process> Search<'_, '_, P> {
             return;
         };
         let e = &mut *self.engine;
-        let own = (event.actor != ENV).then(|| e.arenas[event.actor]);
-        let env = e.env_arena;
-        let others_same = (0..e.mem.arena_count()).map(ArenaId).all(|a| {
-            a == env || Some(a) == own || e.mem.table_of(pre, a) == e.mem.table_of(succ, a)
-        });
+        let own = (event.actor != ENV).then(|| e.arenas()[event.actor]);
+        let env = e.env_arena();
+        let others_same = (0..e.arena_count())
+            .map(ArenaId)
+            .all(|a| a == env || Some(a) == own || e.table_of(pre, a) == e.table_of(succ, a));
         if !others_same {
             return;
         }
         let tables = [
-            own.map_or(e.mem.table_of(succ, env), |a| e.mem.table_of(succ, a)),
-            e.mem.table_of(succ, env),
+            own.map_or(e.table_of(succ, env), |a| e.table_of(succ, a)),
+            e.table_of(succ, env),
         ];
         let (taken, dropped) = cache.attach(key, tables);
         if taken {
             for t in tables {
-                e.mem.keep_table(t);
+                e.keep_table(t);
             }
         }
         for t in dropped.into_iter().flatten() {
-            e.mem.drop_table(t);
+            e.drop_table(t);
         }
     }
 
@@ -732,23 +727,24 @@ impl<P: Process> Search<'_, '_, P> {
             return false;
         }
         let e = &*self.engine;
-        if !e.mem.isolated(item.state) || e.mem.state_tag(item.state).is_none() {
+        if !e.isolated(item.state) || e.state_tag(item.state).is_none() {
             return false;
         }
-        let env = e.mem.arena_key(item.state, e.env_arena);
+        let env = e.arena_key(item.state, e.env_arena());
         self.prefixes.clear();
-        for &arena in &e.arenas {
-            let own = e.mem.arena_key(item.state, arena);
+        for &arena in e.arenas() {
+            let own = e.arena_key(item.state, arena);
             self.prefixes
-                .push(super::cache::Prefix::new(Some(own), env));
+                .push(super::transition_cache::Prefix::new(Some(own), env));
         }
-        self.prefixes.push(super::cache::Prefix::new(None, env));
+        self.prefixes
+            .push(super::transition_cache::Prefix::new(None, env));
         self.keyed = Some(item.state);
         true
     }
 
     /// The prefix of `actor`'s keys in the state being expanded.
-    fn prefix(&self, actor: usize) -> &super::cache::Prefix {
+    fn prefix(&self, actor: usize) -> &super::transition_cache::Prefix {
         let at = if actor == ENV {
             self.prefixes.len() - 1
         } else {
@@ -766,7 +762,7 @@ impl<P: Process> Search<'_, '_, P> {
         let mut events = std::mem::take(&mut self.events_buf);
         events.clear();
         for (at, prefix) in self.prefixes.iter().enumerate() {
-            let mut enabled = guards.get(super::cache::GuardCache::key(prefix))?;
+            let mut enabled = guards.get(super::transition_cache::GuardCache::key(prefix))?;
             let actor = if at == actors { ENV } else { at };
             while enabled != 0 {
                 let handler = enabled.trailing_zeros() as usize;
@@ -794,7 +790,7 @@ impl<P: Process> Search<'_, '_, P> {
             enabled[at] |= 1 << ev.handler;
         }
         for (prefix, enabled) in self.prefixes.iter().zip(enabled) {
-            guards.insert(super::cache::GuardCache::key(prefix), enabled);
+            guards.insert(super::transition_cache::GuardCache::key(prefix), enabled);
         }
     }
 
@@ -808,9 +804,9 @@ impl<P: Process> Search<'_, '_, P> {
         }
         let hash = match self.plain_events.get(event.handler) {
             Some(&h) if script.is_empty() && seed == 0 => h,
-            _ => super::cache::TransitionCache::event_hash(event.handler, script, seed),
+            _ => super::transition_cache::TransitionCache::event_hash(event.handler, script, seed),
         };
-        Some(super::cache::TransitionCache::event_key(
+        Some(super::transition_cache::TransitionCache::event_key(
             self.prefix(event.actor),
             hash,
         ))
@@ -850,17 +846,17 @@ impl<P: Process> Search<'_, '_, P> {
         let e = &mut *self.engine;
         if plan.is_none() && !shallower {
             if let Some(succ) = captured {
-                e.mem.release(succ);
+                e.release(succ);
             }
             return;
         }
         let succ = captured.unwrap_or_else(|| {
-            let succ = e.mem.capture();
+            let succ = e.capture();
             e.tag_computed(succ);
             succ
         });
         let Some(node) = e.record_node(item.node, step.event, &step.choices, step.seed) else {
-            e.mem.release(succ);
+            e.release(succ);
             return;
         };
         let priority = self.priority();

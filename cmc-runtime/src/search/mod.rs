@@ -5,7 +5,6 @@
 //! turn a violation into a trace. Running one transition from one state is
 //! the engine's job ([`crate::engine`]); deciding which, and what follows
 //! from its outcome, is this module's.
-mod cache;
 mod coord;
 mod expand;
 mod frontier;
@@ -15,6 +14,7 @@ mod properties;
 mod searcher;
 mod sketch;
 mod sleep;
+mod transition_cache;
 mod walk;
 
 use std::time::Instant;

@@ -70,10 +70,10 @@ impl<P: Process> Search<'_, '_, P> {
                 },
             };
             if let Frontier::Stack(_) = self.frontier {
-                self.engine.tree.truncate(item.node as usize + 1);
+                self.engine.truncate_tree(item.node as usize + 1);
             }
             self.expand(&item);
-            self.engine.mem.release(item.state);
+            self.engine.release(item.state);
             if self.frontier.len() >= 2 && par.coord.wanted() {
                 if let Some(bottom) = self.frontier.take_bottom() {
                     self.give(par, bottom);
@@ -95,7 +95,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
                 let item = self.frontier.pop().expect("a front item");
                 self.expand(&item);
-                self.engine.mem.release(item.state);
+                self.engine.release(item.state);
                 self.maybe_report_progress();
             }
             if self.stop_requested() {
@@ -155,13 +155,13 @@ impl<P: Process> Search<'_, '_, P> {
     /// Offers `item` to the other workers as its path, and drops it.
     fn give(&mut self, par: Par<'_>, item: Item) {
         let e = &mut *self.engine;
-        e.mem.restore(item.state);
+        e.load(item.state);
         let fp = e.state_fingerprint(item.state);
         let steps = e.path(item.node);
         let record = fp.map(|fp| encode(fp, item.depth, &steps));
         match record {
             Ok(record) if par.coord.offer(&record) => {
-                e.mem.release(item.state);
+                e.release(item.state);
             }
             // Kept when the queue is full (or the state cannot be
             // fingerprinted again, which the search reported when it
@@ -181,18 +181,18 @@ impl<P: Process> Search<'_, '_, P> {
         let e = &mut *self.engine;
         let root = self.root;
         if fresh {
-            e.tree.truncate(root as usize + 1);
+            e.truncate_tree(root as usize + 1);
         }
-        let mut state = e.initial;
-        e.mem.retain(state);
+        let mut state = e.initial();
+        e.retain(state);
         let mut node = root;
         let mut failure = None;
         for step in &steps {
-            e.mem.restore(state);
-            e.at = node;
+            e.load(state);
+            e.set_node(node);
             if crate::determinism::random::enabled() {
                 let (base, exact) = e.seed_base_of(state);
-                e.seed_base = Some((state, base, exact));
+                e.begin_expansion(state, base, exact);
             }
             let actor = if step.event.actor == ENV {
                 u64::MAX
@@ -207,9 +207,9 @@ impl<P: Process> Search<'_, '_, P> {
                 &step.choices,
             );
             let outcome = e.run(step.event, step.choices.clone(), step.seed, false, state);
-            e.seed_base = None;
+            e.end_expansion();
             self.stats.replayed += 1;
-            let exhausted = e.mem.take_exhaustion();
+            let exhausted = e.take_exhaustion();
             if outcome.panic.is_some()
                 || exhausted.is_some()
                 || outcome.global_error.is_some()
@@ -225,23 +225,23 @@ impl<P: Process> Search<'_, '_, P> {
                 ));
                 break;
             }
-            let succ = e.mem.capture();
-            e.mem.release(state);
+            let succ = e.capture();
+            e.release(state);
             state = succ;
             match e.record_node(node, step.event, &step.choices, step.seed) {
                 Some(next) => node = next,
                 None => {
                     // The tree is full: the search stops, bounded.
-                    e.mem.release(state);
+                    e.release(state);
                     return None;
                 }
             }
         }
         if failure.is_none() {
-            e.mem.restore(state);
+            e.load(state);
             match e.state_fingerprint(state) {
                 Ok(fp) if fp == want => {
-                    e.at = node;
+                    e.set_node(node);
                     return Some(Item { node, state, depth });
                 }
                 _ => {
@@ -254,7 +254,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             }
         }
-        e.mem.release(state);
+        e.release(state);
         let message = failure.expect("a failed replay says why");
         self.report(
             steps,

@@ -194,7 +194,7 @@ impl<P: Process> Search<'_, '_, P> {
                 Ok(false) => k += 1,
                 Ok(true) => {
                     self.unreached.swap_remove(k);
-                    let name = self.engine.properties[prop].name;
+                    let name = self.engine.properties()[prop].name;
                     let steps = self.engine.path(node);
                     let record = ViolationRecord {
                         kind: ViolationKind::NeverReached,
@@ -202,9 +202,9 @@ impl<P: Process> Search<'_, '_, P> {
                         message: String::new(),
                         location: None,
                     };
-                    let at = self.engine.at;
+                    let at = self.engine.node();
                     let mut trace = self.engine.build_trace(&steps, record);
-                    self.engine.at = at;
+                    self.engine.set_node(at);
                     trace.violation = None;
                     trace.also_violated.clear();
                     self.reached.push(Reached {
@@ -212,8 +212,8 @@ impl<P: Process> Search<'_, '_, P> {
                         trace,
                     });
                     // Building the trace loaded other states.
-                    self.engine.mem.restore(state);
-                    self.engine.at = node;
+                    self.engine.load(state);
+                    self.engine.set_node(node);
                 }
                 Err(record) => {
                     let steps = self.engine.path(node);
@@ -226,8 +226,8 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// Checks every `eventually` property (after a complete search).
     pub(super) fn liveness(&mut self) {
-        let props: Vec<usize> = (0..self.engine.properties.len())
-            .filter(|&k| self.engine.properties[k].kind == PropertyKind::Eventually)
+        let props: Vec<usize> = (0..self.engine.properties().len())
+            .filter(|&k| self.engine.properties()[k].kind == PropertyKind::Eventually)
             .collect();
         for k in props {
             if self.stop_requested() {
@@ -249,8 +249,8 @@ impl<P: Process> Search<'_, '_, P> {
         fair: &[Event],
     ) -> (Vec<(RawStep, StateId, Fingerprint)>, Vec<u32>) {
         let e = &mut *self.engine;
-        e.mem.restore(state);
-        e.at = node;
+        e.load(state);
+        e.set_node(node);
         let Ok(events) = e.enabled() else {
             return (Vec::new(), Vec::new());
         };
@@ -260,10 +260,10 @@ impl<P: Process> Search<'_, '_, P> {
             .filter(|(_, f)| events.contains(f))
             .map(|(i, _)| i as u32)
             .collect();
-        let seeds = e.model.random_seeds as u32;
+        let seeds = e.model().random_seeds as u32;
         if crate::determinism::random::enabled() {
             let (base, exact) = e.seed_base_of(state);
-            e.seed_base = Some((state, base, exact));
+            e.begin_expansion(state, base, exact);
         }
         let mut out = Vec::new();
         for event in events {
@@ -274,7 +274,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
                 let mut script = Vec::new();
                 loop {
-                    e.mem.restore(state);
+                    e.load(state);
                     let actor = if event.actor == ENV {
                         u64::MAX
                     } else {
@@ -289,9 +289,9 @@ impl<P: Process> Search<'_, '_, P> {
                         || outcome.thread_error.is_some()
                         || outcome.global_error.is_some()
                         || outcome.model_error.is_some()
-                        || e.mem.take_exhaustion().is_some();
+                        || e.take_exhaustion().is_some();
                     if !failed {
-                        let succ = e.mem.capture();
+                        let succ = e.capture();
                         match e.state_fingerprint(succ) {
                             Ok(fp) => out.push((
                                 RawStep {
@@ -302,7 +302,7 @@ impl<P: Process> Search<'_, '_, P> {
                                 succ,
                                 fp,
                             )),
-                            Err(_) => e.mem.release(succ),
+                            Err(_) => e.release(succ),
                         }
                     }
                     match next_script(&ranges) {
@@ -312,18 +312,18 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             }
         }
-        e.seed_base = None;
+        e.end_expansion();
         (out, enabled_fair)
     }
 
     /// Checks `eventually` property `k` (see the module documentation).
     fn eventually(&mut self, k: usize) {
-        let name = self.engine.properties[k].name;
+        let name = self.engine.properties()[k].name;
         // Weak fairness: every (process, fair handler) pair.
-        let fair: Vec<Event> = (0..self.engine.model.count)
+        let fair: Vec<Event> = (0..self.engine.model().count)
             .flat_map(|actor| {
                 self.engine
-                    .handlers
+                    .handlers()
                     .iter()
                     .enumerate()
                     .filter(|(_, h)| h.fair)
@@ -334,9 +334,9 @@ impl<P: Process> Search<'_, '_, P> {
             fair: fair.clone(),
             ..Graph::default()
         };
-        let initial = self.engine.initial;
-        self.engine.mem.restore(initial);
-        self.engine.at = self.root;
+        let initial = self.engine.initial();
+        self.engine.load(initial);
+        self.engine.set_node(self.root);
         match self.engine.property_holds(k) {
             Ok(true) => return,
             Ok(false) => {}
@@ -346,7 +346,7 @@ impl<P: Process> Search<'_, '_, P> {
             Ok(fp) => fp,
             Err(_) => return,
         };
-        self.engine.mem.retain(initial);
+        self.engine.retain(initial);
         let mut stack: Vec<Frame> = Vec::new();
         let mut next_index = 0u32;
         let root = self.root;
@@ -403,16 +403,16 @@ impl<P: Process> Search<'_, '_, P> {
                 let from = frame.idx;
                 if let Some((step, succ, fp)) = frame.succ.next() {
                     let e = &mut *self.engine;
-                    e.mem.restore(succ);
+                    e.load(succ);
                     // A property that panics was reported by the search.
                     let holds = e.property_holds(k).unwrap_or(true);
                     if holds {
-                        e.mem.release(succ);
+                        e.release(succ);
                         continue;
                     }
                     let sid = g.step_id(&step);
                     if let Some(&to) = g.index.get(&fp.0) {
-                        e.mem.release(succ);
+                        e.release(succ);
                         g.out[from as usize].push((to, sid));
                         if g.on_stack[to as usize] {
                             g.low[from as usize] = g.low[from as usize].min(to);
@@ -423,7 +423,7 @@ impl<P: Process> Search<'_, '_, P> {
                     let Some(node) =
                         e.record_node(parent_node, step.event, &step.choices, step.seed)
                     else {
-                        e.mem.release(succ);
+                        e.release(succ);
                         break 'search false;
                     };
                     let to = next_index;
@@ -443,7 +443,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
                 // Every successor seen: close the frame.
                 let done = stack.pop().expect("a frame");
-                self.engine.mem.release(done.state);
+                self.engine.release(done.state);
                 let v = done.idx;
                 if let Some(parent) = stack.last() {
                     let p = parent.idx as usize;
@@ -474,7 +474,7 @@ impl<P: Process> Search<'_, '_, P> {
             true
         };
         for frame in stack.drain(..) {
-            self.engine.mem.release(frame.state);
+            self.engine.release(frame.state);
         }
         if !complete {
             return;

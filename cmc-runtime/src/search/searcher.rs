@@ -66,20 +66,20 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// The footprint of the last transition run.
     pub(super) last_print: crate::model::por::Footprint,
     /// The transition cache, when the search may use it (see `cache`).
-    pub(super) cache: Option<super::cache::TransitionCache>,
+    pub(super) cache: Option<super::transition_cache::TransitionCache>,
     /// The guard cache, with the transition cache when there are at most
-    /// 64 handlers (see `super::cache::GuardCache`).
-    pub(super) guards: Option<super::cache::GuardCache>,
+    /// 64 handlers (see `super::transition_cache::GuardCache`).
+    pub(super) guards: Option<super::transition_cache::GuardCache>,
     /// The state whose processes' key prefixes `prefixes` holds (one per
     /// process, then the environment's), if any.
     pub(super) keyed: Option<crate::memory::StateId>,
-    pub(super) prefixes: Vec<super::cache::Prefix>,
+    pub(super) prefixes: Vec<super::transition_cache::Prefix>,
     /// The hash of each handler's event with no choices and the first
-    /// random seed (see `super::cache::TransitionCache::event_hash`).
+    /// random seed (see `super::transition_cache::TransitionCache::event_hash`).
     pub(super) plain_events: Vec<u128>,
     /// The cache keys of the expanded state's events' first runs (kept
     /// for its memory).
-    pub(super) first_keys: Vec<(Option<u128>, Option<super::cache::Known>)>,
+    pub(super) first_keys: Vec<(Option<u128>, Option<super::transition_cache::Known>)>,
     /// The buffer of the events the guard cache gives an expansion.
     pub(super) events_buf: Vec<Event>,
     /// Under a depth bound, in an order that can reach a state by a longer
@@ -160,7 +160,7 @@ impl<P: Process> Search<'_, '_, P> {
         self.stop_ticks = self.stop_ticks.wrapping_add(1);
         if self.stop_ticks % 64 != 0 {
             return self.state_bound_reached()
-                || (!self.violations.is_empty() && !self.engine.model.keep_going);
+                || (!self.violations.is_empty() && !self.engine.model().keep_going);
         }
         self.stop_requested_now()
     }
@@ -187,18 +187,18 @@ impl<P: Process> Search<'_, '_, P> {
             self.interrupted = Some(signal);
             return true;
         }
-        if self.engine.tree.full() {
+        if self.engine.tree_full() {
             self.bounded = true;
             self.bounded_by = Some(format!(
                 "the search tree is full: it has room for {} states",
-                self.engine.tree.room()
+                self.engine.tree_room()
             ));
             return true;
         }
         if self.state_bound_reached() {
             return true;
         }
-        let b = &self.engine.model.bounds;
+        let b = &self.engine.model().bounds;
         if self.stats.transitions >= self.memory_checked + 4096 {
             self.memory_checked = self.stats.transitions;
             if let Some(budget) = self.budget {
@@ -233,14 +233,14 @@ impl<P: Process> Search<'_, '_, P> {
             ));
             return true;
         }
-        !self.violations.is_empty() && !self.engine.model.keep_going
+        !self.violations.is_empty() && !self.engine.model().keep_going
     }
 
     /// Whether the bound on unique states is reached (and the search
     /// bounded by it).
     #[inline]
     pub(super) fn state_bound_reached(&mut self) -> bool {
-        let Some(m) = self.engine.model.bounds.max_states else {
+        let Some(m) = self.engine.model().bounds.max_states else {
             return false;
         };
         let unique = match self.par {
@@ -275,7 +275,7 @@ impl<P: Process> Search<'_, '_, P> {
         }
         self.violations.push(violation);
         if let Some(par) = self.par {
-            if !self.engine.model.keep_going {
+            if !self.engine.model().keep_going {
                 par.coord.halt();
             }
         }
@@ -287,11 +287,11 @@ impl<P: Process> Search<'_, '_, P> {
     /// a violation may be the one order of commuting events that covers
     /// the states beyond it).
     pub(super) fn past_violations(&self) -> bool {
-        self.sleep.is_some() && self.engine.model.keep_going
+        self.sleep.is_some() && self.engine.model().keep_going
     }
 
     pub(super) fn run(&mut self) {
-        let initial = self.engine.initial;
+        let initial = self.engine.initial();
         let Some(root) = self.engine.record_node(
             NO_PARENT,
             Event {
@@ -316,7 +316,7 @@ impl<P: Process> Search<'_, '_, P> {
         // one that claims it starts, the others wait for work.
         let claimed = self.visited.insert(fp);
         self.stats.unique = u64::from(claimed);
-        self.engine.at = root;
+        self.engine.set_node(root);
         if let Some(record) = self.engine.check_state() {
             if claimed {
                 self.report(Vec::new(), record);
@@ -328,13 +328,13 @@ impl<P: Process> Search<'_, '_, P> {
         if claimed && !self.unreached.is_empty() {
             self.note_sometimes(root, initial);
         }
-        if self.engine.model.strategy == Strategy::Walk {
+        if self.engine.model().strategy == Strategy::Walk {
             self.walk(root, fp);
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
             return;
         }
         if claimed {
-            self.engine.mem.retain(initial);
+            self.engine.retain(initial);
             let priority = self.priority();
             self.frontier.push(
                 Item {
@@ -346,7 +346,7 @@ impl<P: Process> Search<'_, '_, P> {
             );
         }
         if let Some(par) = self.par {
-            if self.engine.model.strategy == Strategy::Bfs {
+            if self.engine.model().strategy == Strategy::Bfs {
                 self.run_shared_levels(par);
             } else {
                 self.run_shared_stack(par);
@@ -355,14 +355,14 @@ impl<P: Process> Search<'_, '_, P> {
                 && !self.halted
                 && !self.bounded
                 && self.interrupted.is_none()
-                && (self.violations.is_empty() || self.engine.model.keep_going);
+                && (self.violations.is_empty() || self.engine.model().keep_going);
             if !done {
                 par.coord.halt();
             }
             self.maybe_report_progress();
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
             while let Some(item) = self.frontier.pop() {
-                self.engine.mem.release(item.state);
+                self.engine.release(item.state);
             }
             return;
         }
@@ -374,15 +374,15 @@ impl<P: Process> Search<'_, '_, P> {
                 // Depth-first: the tree needs only the nodes up to this one
                 // (see `Tree::truncate`), so it stays as small as the
                 // stack.
-                self.engine.tree.truncate(item.node as usize + 1);
+                self.engine.truncate_tree(item.node as usize + 1);
             }
             self.expand(&item);
-            self.engine.mem.release(item.state);
+            self.engine.release(item.state);
             self.maybe_report_progress();
         }
         isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
         while let Some(item) = self.frontier.pop() {
-            self.engine.mem.release(item.state);
+            self.engine.release(item.state);
         }
     }
 
@@ -422,7 +422,7 @@ impl<P: Process> Search<'_, '_, P> {
             // The first worker speaks for all.
             Some(par) if par.worker != 0 => return,
             // Walks: this worker's sketch (the others' merge at the end).
-            Some(par) if self.engine.model.strategy != Strategy::Walk => {
+            Some(par) if self.engine.model().strategy != Strategy::Walk => {
                 let (u, t, d, f) = par.coord.totals();
                 (u, t, d as usize, f as usize)
             }
@@ -433,9 +433,9 @@ impl<P: Process> Search<'_, '_, P> {
                 self.frontier.len(),
             ),
         };
-        let mem = self.engine.mem.stats();
+        let mem = self.engine.memory_stats();
         super::progress::report(&super::progress::Progress {
-            model: self.engine.model.name.clone(),
+            model: self.engine.model().name.clone(),
             unique,
             transitions,
             max_depth,
@@ -449,7 +449,7 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     pub(super) fn priority(&self) -> i64 {
-        match &self.engine.model.priority {
+        match &self.engine.model().priority {
             Some(f) => {
                 let _sys = system_scope();
                 f(&self.engine.world())
@@ -565,8 +565,8 @@ pub(super) fn search<P: Process>(
             });
         }
     };
-    let unreached = (0..engine.properties.len())
-        .filter(|&k| engine.properties[k].kind == crate::model::PropertyKind::Sometimes)
+    let unreached = (0..engine.properties().len())
+        .filter(|&k| engine.properties()[k].kind == crate::model::PropertyKind::Sometimes)
         .collect();
     let mut search = Search {
         unreached,
@@ -616,12 +616,12 @@ pub(super) fn search<P: Process>(
             && !model.por
             && engine.lazy_capture()
             && crate::determinism::random::enabled())
-        .then(|| super::cache::TransitionCache::new(super::cache::BYTES)),
+        .then(|| super::transition_cache::TransitionCache::new(super::transition_cache::BYTES)),
         guards: None,
         keyed: None,
         prefixes: Vec::new(),
-        plain_events: (0..engine.handlers.len().max(crate::engine::ENV_EVENTS.len()))
-            .map(|h| super::cache::TransitionCache::event_hash(h, &[], 0))
+        plain_events: (0..engine.handlers().len().max(crate::engine::ENV_EVENTS.len()))
+            .map(|h| super::transition_cache::TransitionCache::event_hash(h, &[], 0))
             .collect(),
         first_keys: Vec::new(),
         events_buf: Vec::new(),
@@ -634,16 +634,17 @@ pub(super) fn search<P: Process>(
         .then(DepthMap::default),
         engine: &mut engine,
     };
-    if search.cache.is_some() && search.engine.handlers.len() <= 64 {
-        search.guards = Some(super::cache::GuardCache::new());
+    if search.cache.is_some() && search.engine.handlers().len() <= 64 {
+        search.guards = Some(super::transition_cache::GuardCache::new());
     }
     // The same conditions make per-process invariants a function of the
     // process's arena (see `Engine::invariant_violations`).
-    search.engine.passed = search.cache.is_some().then(|| {
-        (0..super::cache::PASSED_SLOTS)
-            .map(|_| std::cell::Cell::new(0))
-            .collect()
-    });
+    let slots = if search.cache.is_some() {
+        super::transition_cache::PASSED_SLOTS
+    } else {
+        0
+    };
+    search.engine.remember_passed(slots);
     let complete = if liveness_only {
         search.run_liveness_only();
         true
@@ -663,7 +664,7 @@ pub(super) fn search<P: Process>(
     if let Some(cache) = &mut search.cache {
         // The pages only the cache kept are not the search's.
         for t in cache.take_tables() {
-            search.engine.mem.drop_table(t);
+            search.engine.drop_table(t);
         }
     }
     if let Some(e) = search.fatal.take() {
@@ -675,11 +676,11 @@ pub(super) fn search<P: Process>(
         stats.slept = sleep.slept;
         stats.reexpanded = sleep.reexpanded;
     }
-    let mem_stats = search.engine.mem.stats();
+    let mem_stats = search.engine.memory_stats();
     stats.pages = mem_stats.pages;
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
-    stats.fingerprint = search.engine.fp.process.mode();
+    stats.fingerprint = search.engine.process_mode();
     stats.peak_memory_bytes = super::progress::peak_resident_bytes();
     let stopped = match search.interrupted {
         Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
@@ -700,7 +701,7 @@ pub(super) fn search<P: Process>(
         violations: search.violations,
         reached: search.reached,
         stats,
-        sources: engine.fp.sources.clone(),
+        sources: engine.sources().to_vec(),
         stopped,
     };
     if par.is_none() && !liveness_only {

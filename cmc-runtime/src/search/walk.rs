@@ -47,7 +47,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// search. `root` is the initial state's node, `initial` its
     /// fingerprint.
     pub(super) fn walk(&mut self, root: u32, initial: Fingerprint) {
-        let model = self.engine.model;
+        let model = self.engine.model();
         let depth_bound = model.bounds.max_depth.unwrap_or(DEFAULT_WALK_DEPTH);
         // A swarm: each worker of a parallel search walks from a seed of
         // its own (the first from the model's).
@@ -58,7 +58,7 @@ impl<P: Process> Search<'_, '_, P> {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut sketch = Sketch::new();
         sketch.insert(initial);
-        let start = self.engine.initial;
+        let start = self.engine.initial();
         'walks: while !self.stop_requested() {
             // The walk bound counts every worker's walks.
             let started = match self.par {
@@ -71,13 +71,13 @@ impl<P: Process> Search<'_, '_, P> {
                 break;
             }
             self.stats.walks += 1;
-            self.engine.tree.truncate(root as usize + 1);
-            self.engine.mem.retain(start);
+            self.engine.truncate_tree(root as usize + 1);
+            self.engine.retain(start);
             let (mut state, mut node) = (start, root);
             let mut path = vec![initial];
             for depth in 0..depth_bound {
                 if self.stop_requested() {
-                    self.engine.mem.release(state);
+                    self.engine.release(state);
                     break 'walks;
                 }
                 let at = Place {
@@ -93,13 +93,13 @@ impl<P: Process> Search<'_, '_, P> {
                 self.maybe_report_progress();
                 match next {
                     Next::State(succ, n) => {
-                        self.engine.mem.release(state);
+                        self.engine.release(state);
                         (state, node) = (succ, n);
                     }
                     Next::End | Next::Violation => break,
                 }
             }
-            self.engine.mem.release(state);
+            self.engine.release(state);
         }
         self.stats.unique = sketch.estimate();
         if let Some(par) = self.par {
@@ -123,8 +123,8 @@ impl<P: Process> Search<'_, '_, P> {
             depth,
         } = at;
         let e = &mut *self.engine;
-        e.mem.restore(state);
-        e.at = node;
+        e.load(state);
+        e.set_node(node);
         let events = match e.enabled() {
             Ok(events) => events,
             Err(record) => {
@@ -134,7 +134,7 @@ impl<P: Process> Search<'_, '_, P> {
             }
         };
         if events.is_empty() {
-            if e.model.quiescence_ok {
+            if e.model().quiescence_ok {
                 return Next::End;
             }
             let steps = shorten(e.path(node), path);
@@ -151,7 +151,7 @@ impl<P: Process> Search<'_, '_, P> {
             return Next::Violation;
         }
         let event = events[rng.gen_range(0..events.len())];
-        let seeds = e.model.random_seeds as u32;
+        let seeds = e.model().random_seeds as u32;
         let seed = if seeds > 1 {
             rng.gen_range(0..seeds)
         } else {
@@ -159,7 +159,7 @@ impl<P: Process> Search<'_, '_, P> {
         };
         if crate::determinism::random::enabled() {
             let (base, exact) = e.seed_base_of(state);
-            e.seed_base = Some((state, base, exact));
+            e.begin_expansion(state, base, exact);
         }
         let actor = if event.actor == ENV {
             u64::MAX
@@ -167,19 +167,19 @@ impl<P: Process> Search<'_, '_, P> {
             event.actor as u64
         };
         isolate::record_checking(node, actor, event.handler as u64, seed, &[]);
-        e.pick = Some(rng.gen());
+        e.set_pick(Some(rng.gen()));
         let mut outcome = e.run(event, Vec::new(), seed, false, state);
-        e.pick = None;
+        e.set_pick(None);
         if !outcome.taken.is_empty() && crate::determinism::random::enabled() {
             // What the thread RNG draws depends on the choice script: run
             // the step again with the choices it made as its script, as a
             // replay of the trace will.
             let script = std::mem::take(&mut outcome.taken);
-            e.mem.restore(state);
+            e.load(state);
             isolate::record_checking(node, actor, event.handler as u64, seed, &script);
             outcome = e.run(event, script, seed, false, state);
         }
-        e.seed_base = None;
+        e.end_expansion();
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error.take() {
             self.fatal = Some(crate::engine::CheckError::Model(m));
@@ -198,12 +198,12 @@ impl<P: Process> Search<'_, '_, P> {
             return Next::Violation;
         }
         let e = &mut *self.engine;
-        let succ = e.mem.capture();
+        let succ = e.capture();
         self.stats.generated += 1;
         let fp = match e.state_fingerprint(succ) {
             Ok(fp) => fp,
             Err(record) => {
-                e.mem.release(succ);
+                e.release(succ);
                 let mut steps = e.path(node);
                 steps.push(step);
                 let steps = shorten(steps, path);
@@ -214,12 +214,12 @@ impl<P: Process> Search<'_, '_, P> {
         sketch.insert(fp);
         if e.pruned() {
             self.stats.pruned += 1;
-            e.mem.release(succ);
+            e.release(succ);
             return Next::End;
         }
         let Some(next) = e.record_node(node, event, &step.choices, seed) else {
             // The search tree is full (see `stop_requested`).
-            e.mem.release(succ);
+            e.release(succ);
             return Next::End;
         };
         path.push(fp);
@@ -230,9 +230,9 @@ impl<P: Process> Search<'_, '_, P> {
             self.stats.max_depth,
             self.stats.generated,
         );
-        e.at = next;
+        e.set_node(next);
         if let Some(record) = e.check_state() {
-            e.mem.release(succ);
+            e.release(succ);
             let steps = shorten(e.path(next), path);
             self.report_walk(root, steps, record);
             return Next::Violation;
@@ -280,7 +280,7 @@ impl<P: Process> Search<'_, '_, P> {
         isolate::stop_signal().is_some()
             || self
                 .engine
-                .model
+                .model()
                 .bounds
                 .time_limit
                 .is_some_and(|t| self.start.elapsed() >= t)
@@ -293,15 +293,15 @@ impl<P: Process> Search<'_, '_, P> {
     fn ends_in(&mut self, root: u32, steps: &[RawStep], record: &ViolationRecord) -> bool {
         let same = |r: &ViolationRecord| r.kind == record.kind && r.property == record.property;
         let e = &mut *self.engine;
-        e.tree.truncate(root as usize + 1);
-        let mut state = e.initial;
-        e.mem.retain(state);
+        e.truncate_tree(root as usize + 1);
+        let mut state = e.initial();
+        e.retain(state);
         let mut node = root;
         let mut verdict = None;
         for (k, step) in steps.iter().enumerate() {
             let last = k + 1 == steps.len();
-            e.mem.restore(state);
-            e.at = node;
+            e.load(state);
+            e.set_node(node);
             match e.enabled() {
                 Ok(events) if events.contains(&step.event) => {}
                 _ => {
@@ -311,7 +311,7 @@ impl<P: Process> Search<'_, '_, P> {
             }
             if crate::determinism::random::enabled() {
                 let (base, exact) = e.seed_base_of(state);
-                e.seed_base = Some((state, base, exact));
+                e.begin_expansion(state, base, exact);
             }
             let actor = if step.event.actor == ENV {
                 u64::MAX
@@ -326,8 +326,8 @@ impl<P: Process> Search<'_, '_, P> {
                 &step.choices,
             );
             let outcome = e.run(step.event, step.choices.clone(), step.seed, false, state);
-            e.seed_base = None;
-            let exhausted = e.mem.take_exhaustion();
+            e.end_expansion();
+            let exhausted = e.take_exhaustion();
             if outcome.global_error.is_some()
                 || outcome.thread_error.is_some()
                 || outcome.misfit.is_some()
@@ -350,15 +350,15 @@ impl<P: Process> Search<'_, '_, P> {
                 verdict = Some(last && kind == record.kind && handler == record.property);
                 break;
             }
-            let succ = e.mem.capture();
-            e.mem.release(state);
+            let succ = e.capture();
+            e.release(state);
             state = succ;
             let Some(next) = e.record_node(node, step.event, &step.choices, step.seed) else {
                 verdict = Some(false);
                 break;
             };
             node = next;
-            e.at = node;
+            e.set_node(node);
             if !last {
                 continue;
             }
@@ -370,7 +370,7 @@ impl<P: Process> Search<'_, '_, P> {
                 },
             });
         }
-        e.mem.release(state);
+        e.release(state);
         // No steps at all: the initial state would have to be the
         // violation, which the search checks before any walk.
         verdict.unwrap_or(false)

@@ -18,7 +18,7 @@
 //! debugging entry names its type parameter.
 
 mod dwarf;
-mod walk;
+mod values;
 
 use std::collections::HashMap;
 
@@ -35,7 +35,7 @@ fn anchor<T: ?Sized>() -> &'static str {
 
 struct State {
     types: Result<Types, String>,
-    scratch: walk::Scratch,
+    scratch: values::Scratch,
     /// The resolved type of each anchor address.
     roots: HashMap<usize, Result<TyId, String>>,
 }
@@ -47,13 +47,15 @@ thread_local! {
     static STATE: std::cell::RefCell<Option<State>> = const { std::cell::RefCell::new(None) };
 }
 
-fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R) -> Result<R, String> {
+fn with_root<T, R>(
+    f: impl FnOnce(&mut Types, TyId, &mut values::Scratch) -> R,
+) -> Result<R, String> {
     STATE.with(|cell| {
         let _sys = crate::sys::scope::system_scope();
         let mut guard = cell.borrow_mut();
         let st = guard.get_or_insert_with(|| State {
             types: Types::load(),
-            scratch: walk::Scratch::default(),
+            scratch: values::Scratch::default(),
             roots: HashMap::new(),
         });
         with_state::<T, R>(st, f)
@@ -62,7 +64,7 @@ fn with_root<T, R>(f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R) ->
 
 fn with_state<T, R>(
     st: &mut State,
-    f: impl FnOnce(&mut Types, TyId, &mut walk::Scratch) -> R,
+    f: impl FnOnce(&mut Types, TyId, &mut values::Scratch) -> R,
 ) -> Result<R, String> {
     let types = st.types.as_mut().map_err(|e| e.clone())?;
     let key = anchor::<T> as fn() -> &'static str as usize;
@@ -90,7 +92,7 @@ fn with_state<T, R>(
 /// A check begins: what earlier checks learnt about memory outside the
 /// arenas is forgotten.
 pub(crate) fn new_check() {
-    walk::new_check();
+    values::new_check();
     STATE.with(|cell| {
         if let Some(st) = cell.borrow_mut().as_mut() {
             let _sys = crate::sys::scope::system_scope();
@@ -110,7 +112,7 @@ pub fn available<T>() -> Result<(), String> {
 /// engine asks [`available`] before it chooses this source.
 pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
     let _ = with_root::<T, ()>(|types, root, scratch| {
-        let mut w = walk::Walker::new(types, scratch);
+        let mut w = values::Walker::new(types, scratch);
         // SAFETY: `value` is a live `T`, whose size the table's agrees with.
         unsafe { w.value(root, value as *const T as usize, h) };
     });
@@ -165,8 +167,8 @@ pub fn guesses<T>() -> Vec<String> {
 /// diagnostic: diff two states that should be one.
 pub fn dump<T>(value: &T) -> Result<String, String> {
     with_root::<T, String>(|types, root, scratch| {
-        let mut w = walk::Walker::new(types, scratch);
-        w.log = Some(walk::Log::default());
+        let mut w = values::Walker::new(types, scratch);
+        w.log = Some(values::Log::default());
         let mut h = StateHasher::default();
         // SAFETY: `value` is a live `T`, whose size the table's agrees with.
         unsafe { w.value(root, value as *const T as usize, &mut h) };

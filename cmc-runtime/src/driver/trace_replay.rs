@@ -87,7 +87,7 @@ fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> 
         );
     }
     for was in &trace.sources {
-        let now = e.fp.sources.iter().find(|s| s.role == was.role);
+        let now = e.sources().iter().find(|s| s.role == was.role);
         match now {
             Some(now) if now.type_name != was.type_name => changes.push(format!(
                 "the {} type is `{}`, the trace recorded `{}`",
@@ -132,7 +132,7 @@ pub(crate) fn replay<P: Process>(
         Err(SetupFailure::Violation(record)) => return Ok(ReplayOutcome::Reproduced(record)),
     };
     let mut fp = e.fresh_fingerprinter();
-    let initial = match e.trace_fingerprint(&mut fp, e.initial) {
+    let initial = match e.trace_fingerprint(&mut fp, e.initial()) {
         Ok(f) => hex(f),
         Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
     };
@@ -160,7 +160,7 @@ pub(crate) fn replay<P: Process>(
             )))
         }
         Some(v) if v.kind == ViolationKind::Liveness => {
-            match e.properties.iter().position(|p| p.name == v.property) {
+            match e.properties().iter().position(|p| p.name == v.property) {
                 Some(k) => Some((k, v.clone())),
                 None => {
                     return Ok(ReplayOutcome::Misfit {
@@ -180,9 +180,9 @@ pub(crate) fn replay<P: Process>(
         }
     }
     let mut prints = vec![initial.clone()];
-    let count = e.roots.len();
+    let count = e.process_count();
     // The state each step starts from (see `Engine::build_trace`).
-    let mut pre = e.initial;
+    let mut pre = e.initial();
     for (k, step) in trace.steps.iter().enumerate() {
         let misfit = |message: String| {
             Ok(ReplayOutcome::Misfit {
@@ -205,13 +205,13 @@ pub(crate) fn replay<P: Process>(
         let handler = if actor == ENV {
             ENV_EVENTS.iter().position(|&n| n == step.handler)
         } else {
-            e.handlers.iter().position(|h| h.name == step.handler)
+            e.handlers().iter().position(|h| h.name == step.handler)
         };
         let Some(handler) = handler else {
             let known: Vec<&str> = if actor == ENV {
                 ENV_EVENTS.to_vec()
             } else {
-                e.handlers.iter().map(|h| h.name).collect()
+                e.handlers().iter().map(|h| h.name).collect()
             };
             return misfit(format!(
                 "step {} runs `{}`, which {} does not have (its handlers: {})",
@@ -267,7 +267,7 @@ pub(crate) fn replay<P: Process>(
                 message: format!("{}: {message}", e.actor_name(actor)),
                 location: Some(location),
             })
-        } else if let Some(x) = e.mem.take_exhaustion() {
+        } else if let Some(x) = e.take_exhaustion() {
             Some(ViolationRecord {
                 kind: ViolationKind::ArenaExhausted,
                 property: name.clone(),
@@ -283,10 +283,10 @@ pub(crate) fn replay<P: Process>(
             })
         };
         let (print, failure) = if failure.is_none() {
-            let s = e.mem.capture();
+            let s = e.capture();
             let print = e.trace_fingerprint(&mut fp, s);
-            if pre != e.initial {
-                e.mem.release(pre);
+            if pre != e.initial() {
+                e.release(pre);
             }
             pre = s;
             match print {
