@@ -1,16 +1,30 @@
 //! cmc: a model checker for real Rust protocol code.
 //!
-//! This crate is the runtime. Today it provides the memory layer the search
-//! engine stands on:
+//! This crate is the runtime that `cargo cmc` links into a checking binary:
+//! the user-facing API (attribute macros re-exported from `cmc-macros`,
+//! [`Model`], [`Process`], [`Ctx`], [`choose`], the properties and the
+//! results) and everything that runs a check — the memory layer that keeps
+//! each process's heap in an arena of its own and captures states as
+//! shared pages, the sources of state identity, the control of clocks and
+//! randomness, the engine that runs one transition, the search strategies,
+//! and replay.
 //!
-//! * [`Allocator`], the global allocator that puts each process's heap in its
-//!   own arena (a fixed range of addresses reserved once);
-//! * [`memory::Memory`], which captures the arenas as states made of shared,
-//!   content-addressed pages, restores them by writing only the pages that
-//!   differ, finds the pages a transition wrote (by `mprotect` faults or by
-//!   comparison) and fingerprints states incrementally;
-//! * [`visited::Visited`], the hash-compacted set of visited fingerprints;
-//! * [`scrub_stack`], which makes stack garbage deterministic.
+//! * [`Allocator`] is the global allocator a checking binary installs: it
+//!   puts each process's allocations in its own arena (a fixed range of
+//!   addresses reserved once);
+//! * [`Model::check`] explores a model's states and returns a
+//!   [`CheckResult`] with a replayable [`Trace`] per violation;
+//!   [`Model::replay`] runs a trace again;
+//! * [`memory::Memory`] (captures, restores, fingerprints) and
+//!   [`visited::Visited`] are public for benchmarks and hand-written
+//!   harnesses.
+//!
+//! The runtime is a stack of layers, each a folder that imports only from
+//! the folders below it: `sys` (the machine), `memory`, `identity`,
+//! `determinism`, `model`, `engine`, `search`, `driver`. The book's
+//! architecture chapter describes each.
+
+#![warn(missing_docs)]
 
 // The layers, bottom first; a folder imports only from the folders above
 // it in this list (the test `tests/tests/layers.rs` enforces it, and the

@@ -583,6 +583,110 @@ fn no_circle_of_modules_in_cargo_cmc() {
     );
 }
 
+/// The calls a file makes to the C library (`libc::name(`), by line,
+/// outside its `mod tests { .. }`.
+fn os_calls(path: &Path) -> Vec<(usize, String)> {
+    let text = fs::read_to_string(path).expect("a readable source file");
+    let toks = lex(&text);
+    let mut out = Vec::new();
+    let mut tests_until: Option<usize> = None;
+    let mut depth = 0usize;
+    for (i, (t, line)) in toks.iter().enumerate() {
+        match t {
+            Tok::Punct('{') => depth += 1,
+            Tok::Punct('}') => {
+                if tests_until == Some(depth) {
+                    tests_until = None;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            Tok::Ident(w) if w == "mod" => {
+                if let (Some((Tok::Ident(name), _)), Some((Tok::Punct('{'), _))) =
+                    (toks.get(i + 1), toks.get(i + 2))
+                {
+                    if name == "tests" && tests_until.is_none() {
+                        tests_until = Some(depth + 1);
+                    }
+                }
+            }
+            Tok::Ident(w) if w == "libc" && tests_until.is_none() => {
+                if let (
+                    Some((Tok::Colons, _)),
+                    Some((Tok::Ident(name), _)),
+                    Some((Tok::Punct('('), _)),
+                ) = (toks.get(i + 1), toks.get(i + 2), toks.get(i + 3))
+                {
+                    if name.chars().next().is_some_and(char::is_lowercase) {
+                        out.push((*line, name.clone()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The modules that call the C library besides `sys/`: those that replace
+/// a C function and forward to the real one (clocks, entropy, threads).
+const INTERPOSERS: &[&str] = &[
+    "determinism/clock.rs",
+    "determinism/entropy.rs",
+    "memory/threads.rs",
+];
+
+/// Calls to the operating system are `sys/`'s, but for the interposers.
+#[test]
+fn only_sys_calls_the_operating_system() {
+    let src = src_of("cmc-runtime");
+    let mut bad = Vec::new();
+    for f in crate_files(&src) {
+        let rel = f
+            .path
+            .strip_prefix(&src)
+            .expect("under src")
+            .display()
+            .to_string();
+        if rel.starts_with("sys/") || INTERPOSERS.contains(&rel.as_str()) {
+            continue;
+        }
+        for (line, name) in os_calls(&f.path) {
+            bad.push(format!("{rel}:{line}: libc::{name} outside sys/"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "calls to the operating system outside sys/:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The architecture chapter's code map names every module of the runtime
+/// by its path (a folder's `mod.rs` is its heading), so that a module
+/// added without a word about it fails here.
+#[test]
+fn the_code_map_names_every_runtime_module() {
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src/architecture.md");
+    let map = fs::read_to_string(&book).expect("the architecture chapter");
+    let src = src_of("cmc-runtime");
+    let missing: Vec<String> = crate_files(&src)
+        .into_iter()
+        .map(|f| {
+            f.path
+                .strip_prefix(&src)
+                .expect("under src")
+                .display()
+                .to_string()
+        })
+        .filter(|rel| rel != "lib.rs" && !rel.ends_with("mod.rs"))
+        .filter(|rel| !map.contains(&format!("`{rel}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "modules the code map of book/src/architecture.md does not name: {missing:?}"
+    );
+}
+
 /// A scratch copy of a source tree, removed when dropped.
 struct Scratch(PathBuf);
 
@@ -659,6 +763,17 @@ fn the_rule_fails_on_a_planted_upward_import() {
     assert_eq!(
         circles_of(root),
         vec!["engine <-> memory::arena".to_string()],
+    );
+
+    // A call to the C library, outside tests and inside them.
+    write(
+        root,
+        "memory/arena.rs",
+        "fn g() {\n    unsafe { libc::munmap(p, 1) };\n}\n#[cfg(test)]\nmod tests {\n    fn t() { unsafe { libc::fork() }; }\n}\n",
+    );
+    assert_eq!(
+        os_calls(&root.join("memory/arena.rs")),
+        vec![(2, "munmap".to_string())]
     );
 
     // A module outside every layer folder.

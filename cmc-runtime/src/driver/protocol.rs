@@ -23,7 +23,7 @@ use crate::engine::trace::Trace;
 fn emit(value: serde_json::Value) {
     let line = format!("{value}\n");
     match protocol_fd() {
-        Some(fd) => crate::engine::isolate::write_all(fd, line.as_bytes()),
+        Some(fd) => crate::sys::process::write_all(fd, line.as_bytes()),
         None => {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(line.as_bytes());
@@ -90,8 +90,7 @@ pub fn harness_main() -> i32 {
     // this process does not outlive `cargo cmc`.
     crate::engine::isolate::catch_stop_signals();
     let _ = protocol_fd();
-    // SAFETY: asks the kernel to kill this process when its parent dies.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    crate::sys::process::die_with_parent();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(code) => code,

@@ -11,11 +11,11 @@
 
 use std::cell::Cell;
 use std::io::Read;
-use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::engine::tree::Tree;
+use crate::sys::process;
 
 /// Layout of the crash log, in 64-bit words: `[0]` the magic word, `[1]`
 /// the length of the current record, then `CURRENT` words: what the child
@@ -70,21 +70,7 @@ thread_local! {
 impl CrashLog {
     fn new() -> std::io::Result<CrashLog> {
         let tree = Tree::new(true)?;
-        // SAFETY: an anonymous shared mapping of our own; it stays mapped
-        // until `drop`.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                LOG_WORDS * 8,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let p = crate::sys::map_zeroed(LOG_WORDS * 8, true)?;
         Ok(CrashLog {
             words: p.cast(),
             tree,
@@ -294,19 +280,7 @@ pub(crate) fn stream(line: &str) {
         return;
     }
     debug_assert!(!line.contains('\n'), "a streamed line is one line");
-    write_all(RESULT_FD, format!("V{line}\n").as_bytes());
-}
-
-pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
-    let mut written = 0;
-    while written < bytes.len() {
-        // SAFETY: writes from a live buffer to a descriptor of ours.
-        let n = unsafe { libc::write(fd, bytes[written..].as_ptr().cast(), bytes.len() - written) };
-        if n <= 0 {
-            break;
-        }
-        written += n as usize;
-    }
+    process::write_all(RESULT_FD, format!("V{line}\n").as_bytes());
 }
 
 /// A step of the search tree as the crash log holds it.
@@ -315,7 +289,7 @@ pub(crate) type LoggedStep = crate::engine::tree::TreeStep;
 impl Drop for CrashLog {
     fn drop(&mut self) {
         // SAFETY: the mapping is ours and no reference into it survives.
-        unsafe { libc::munmap(self.words.cast(), LOG_WORDS * 8) };
+        unsafe { crate::sys::unmap(self.words.cast(), LOG_WORDS * 8) };
     }
 }
 
@@ -405,39 +379,7 @@ pub(crate) enum How {
     Interrupted(i32),
 }
 
-/// The signal that asked the run to stop, or 0.
-static STOP: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_stop(signal: libc::c_int) {
-    // Async-signal-safe: one atomic store.
-    STOP.store(signal, Ordering::Relaxed);
-}
-
-/// Makes SIGINT and SIGTERM ask the run to stop instead of ending the
-/// process: the search stops at its next transition with the verdict
-/// `interrupted` and everything found so far, and the parent stops a child
-/// stuck in user code a second later. For the harness's process (a forked
-/// child inherits the handlers).
-pub(crate) fn catch_stop_signals() {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction is a valid starting point; the handler
-        // only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
-    }
-}
-
-/// The signal that asked the run to stop, if one did.
-#[inline]
-pub(crate) fn stop_signal() -> Option<i32> {
-    let s = STOP.load(Ordering::Relaxed);
-    (s != 0).then_some(s)
-}
+pub(crate) use crate::sys::process::{catch_stop_signals, stop_signal};
 
 /// How the child ended.
 pub(crate) enum ChildEnd {
@@ -500,7 +442,7 @@ struct Child {
     log: CrashLog,
     out: Option<std::fs::File>,
     err: Option<std::fs::File>,
-    status: Option<i32>,
+    status: Option<process::Exit>,
     stopped: Option<How>,
     beat: (u64, Instant),
 }
@@ -540,87 +482,30 @@ pub(crate) fn run_in_children(
     // allocator's) at that moment would leave it held in the child.
     for index in 0..n {
         let log = CrashLog::new()?;
-        let mut err_pipe = [0; 2];
-        let mut out_pipe = [0; 2];
-        // SAFETY: pipe writes two descriptors into each array.
-        unsafe {
-            if libc::pipe(err_pipe.as_mut_ptr()) != 0 || libc::pipe(out_pipe.as_mut_ptr()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        // SAFETY: fork has no preconditions; the child below only runs the
-        // engine on this thread and leaves with _exit.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if pid == 0 {
-            // The child: standard error into the pipe, run, write the
-            // result, leave without running the parent's destructors or
-            // atexit hooks. Keep standard input and output, the error pipe
-            // as standard error and the result pipe as descriptor 3; close
-            // everything else the child inherited, such as other threads'
-            // pipes and the other children's (their readers would otherwise
-            // wait for this child too).
-            // SAFETY: plain descriptor operations on descriptors we own, and
-            // asking to die with the parent.
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                libc::dup2(err_pipe[1], 2);
-                if out_pipe[1] != RESULT_FD {
-                    libc::dup2(out_pipe[1], RESULT_FD);
-                }
-                // The protocol's descriptor stays open: the child reports
-                // its progress there.
-                let keep = protocol_fd().unwrap_or(-1);
-                let close = |from: i32, to: u32| {
-                    if from as u32 <= to
-                        && libc::syscall(libc::SYS_close_range, from as u32, to, 0) != 0
-                    {
-                        for fd in from..(to.min(4095) as i32 + 1) {
-                            libc::close(fd);
-                        }
-                    }
+        let (pid, err, out) = match process::fork_with_pipes(RESULT_FD, protocol_fd())? {
+            process::Forked::Child => {
+                // The child: run, write the result, leave without running
+                // the parent's destructors or atexit hooks. The protocol's
+                // descriptor stays open: the child reports its progress
+                // there.
+                crate::memory::threads::after_fork_in_child();
+                crate::memory::arena::after_fork_in_child();
+                LOG.with(|l| l.set(&log));
+                // A panic must not unwind out of the child into the code the
+                // parent was running (it would go on as a second copy of it).
+                let work = std::panic::AssertUnwindSafe(|| work(index));
+                let text = match std::panic::catch_unwind(work) {
+                    Ok(text) => text,
+                    Err(_) => process::exit_child(101),
                 };
-                if keep > RESULT_FD {
-                    close(RESULT_FD + 1, keep as u32 - 1);
-                    close(keep + 1, u32::MAX);
-                } else {
-                    close(RESULT_FD + 1, u32::MAX);
-                }
+                LOG.with(|l| l.set(std::ptr::null()));
+                let mut line = String::with_capacity(text.len() + 2);
+                line.push('R');
+                line.push_str(&text);
+                process::write_all(RESULT_FD, line.as_bytes());
+                process::exit_child(0);
             }
-            crate::memory::threads::after_fork_in_child();
-            crate::memory::arena::after_fork_in_child();
-            LOG.with(|l| l.set(&log));
-            // A panic must not unwind out of the child into the code the
-            // parent was running (it would go on as a second copy of it).
-            let text = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(index)))
-            {
-                Ok(text) => text,
-                // SAFETY: _exit ends the child immediately, as intended.
-                Err(_) => unsafe { libc::_exit(101) },
-            };
-            LOG.with(|l| l.set(std::ptr::null()));
-            let mut line = String::with_capacity(text.len() + 2);
-            line.push('R');
-            line.push_str(&text);
-            write_all(RESULT_FD, line.as_bytes());
-            // SAFETY: _exit ends the child immediately, as intended.
-            unsafe { libc::_exit(0) };
-        }
-        // The parent.
-        // SAFETY: closing our copies of the child's ends.
-        unsafe {
-            libc::close(err_pipe[1]);
-            libc::close(out_pipe[1]);
-        }
-        // SAFETY: the descriptors are ours, open, and owned by the File from
-        // now.
-        let (err, out) = unsafe {
-            (
-                std::fs::File::from_raw_fd(err_pipe[0]),
-                std::fs::File::from_raw_fd(out_pipe[0]),
-            )
+            process::Forked::Parent { pid, err, out } => (pid, err, out),
         };
         let beat = (log.heartbeat(), Instant::now());
         children.push(Child {
@@ -652,14 +537,9 @@ pub(crate) fn run_in_children(
     let mut told = false;
     while children.iter().any(|c| c.status.is_none()) {
         for c in children.iter_mut().filter(|c| c.status.is_none()) {
-            let mut status = 0;
-            // SAFETY: polls our own child.
-            let r = unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) };
-            if r == c.pid
-                || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-            {
+            if let Some(status) = process::try_wait(c.pid) {
                 c.status = Some(status);
-                let clean = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                let clean = status == process::Exit::Code(0);
                 if (!clean || c.stopped.is_some()) && !told {
                     told = true;
                     ended();
@@ -694,8 +574,7 @@ pub(crate) fn run_in_children(
             };
             if let Some(how) = how {
                 c.stopped = Some(how);
-                // SAFETY: signals our own child, which has not been reaped.
-                unsafe { libc::kill(c.pid, libc::SIGKILL) };
+                process::kill_child(c.pid);
             }
         }
     }
@@ -704,16 +583,17 @@ pub(crate) fn run_in_children(
         let (streamed, text) = split_result(&reader.join().unwrap_or_default());
         let stderr = err_reader.join().unwrap_or_default();
         let status = c.status.expect("every child was reaped");
-        let exited_cleanly =
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && !text.is_empty();
+        let exited_cleanly = status == process::Exit::Code(0) && !text.is_empty();
         if exited_cleanly && c.stopped.is_none() {
             ends.push(ChildEnd::Finished(text));
             continue;
         }
         let how = match c.stopped {
             Some(how) => how,
-            None if libc::WIFSIGNALED(status) => How::Signal(libc::WTERMSIG(status)),
-            None => How::Exit(libc::WEXITSTATUS(status)),
+            None => match status {
+                process::Exit::Signal(signal) => How::Signal(signal),
+                process::Exit::Code(code) => How::Exit(code),
+            },
         };
         let log = &c.log;
         let current = log.read();

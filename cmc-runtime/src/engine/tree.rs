@@ -154,37 +154,22 @@ impl Tree {
                 step_words,
             };
             let len = at.words() * 8;
-            let sharing = if shared {
-                libc::MAP_SHARED
-            } else {
-                libc::MAP_PRIVATE
-            };
-            // SAFETY: an anonymous mapping of our own, zero-filled; it stays
-            // mapped until the owning tree is dropped.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    sharing | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if p != libc::MAP_FAILED {
-                return Ok(Tree {
-                    at: Layout {
-                        words: p.cast(),
-                        ..at
-                    },
-                    owned: true,
-                    index: hashbrown::HashTable::new(),
-                });
+            // An anonymous mapping of our own, zero-filled; it stays mapped
+            // until the owning tree is dropped.
+            match crate::sys::map_zeroed(len, shared) {
+                Ok(p) => {
+                    return Ok(Tree {
+                        at: Layout {
+                            words: p.cast(),
+                            ..at
+                        },
+                        owned: true,
+                        index: hashbrown::HashTable::new(),
+                    })
+                }
+                Err(e) if nodes <= NODES_MIN => return Err(e),
+                Err(_) => nodes /= 8,
             }
-            if nodes <= NODES_MIN {
-                return Err(std::io::Error::last_os_error());
-            }
-            nodes /= 8;
         }
     }
 
@@ -349,7 +334,7 @@ impl Drop for Tree {
         let len = self.at.words() * 8;
         // SAFETY: the mapping is ours (this tree owns it) and no view of it
         // outlives its owner (`Tree::view`'s contract).
-        unsafe { libc::munmap(self.at.words.cast(), len) };
+        unsafe { crate::sys::unmap(self.at.words.cast(), len) };
     }
 }
 

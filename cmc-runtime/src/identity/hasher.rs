@@ -35,7 +35,7 @@ pub enum FingerprintMode {
     /// ones. Exact about what `Debug` shows.
     Debug,
     /// A user function returning a hashable abstraction of the process
-    /// ([`Model::abstraction`]): CMC's "abstract state". Sound only when
+    /// ([`Model::abstraction`](crate::Model::abstraction)): CMC's "abstract state". Sound only when
     /// states with equal abstractions behave alike.
     Abstract,
     /// The value walked by its type information (the executable's DWARF,

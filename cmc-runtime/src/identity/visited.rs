@@ -116,23 +116,10 @@ impl<K: Key> Slots<K> {
             };
         }
         let bytes = len * K::BYTES;
-        // SAFETY: a fresh anonymous private mapping, which the kernel fills
-        // with zeros (empty slots: the key 0).
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        assert!(
-            p != libc::MAP_FAILED,
-            "cmc: cannot map {bytes} bytes for the visited set: {}",
-            std::io::Error::last_os_error()
-        );
+        // A fresh anonymous private mapping, which the kernel fills with
+        // zeros (empty slots: the key 0).
+        let p = crate::sys::map_zeroed(bytes, false)
+            .unwrap_or_else(|e| panic!("cmc: cannot map {bytes} bytes for the visited set: {e}"));
         Slots {
             ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returned null"),
             len,
@@ -159,7 +146,7 @@ impl<K> Drop for Slots<K> {
     fn drop(&mut self) {
         if self.len > 0 {
             // SAFETY: our own mapping of exactly this size, not used again.
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len * size_of::<K>()) };
+            unsafe { crate::sys::unmap(self.ptr.as_ptr().cast(), self.len * size_of::<K>()) };
         }
     }
 }

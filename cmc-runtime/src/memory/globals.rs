@@ -145,7 +145,7 @@ impl Globals {
             // hint, and a word that changes later is seen by a later scan).
             let same = changed
                 && unsafe {
-                    libc::memcmp(start as *const libc::c_void, copy.as_ptr().cast(), n * 8) == 0
+                    crate::sys::same_bytes(start as *const u8, copy.as_ptr().cast(), n * 8)
                 };
             if same {
                 continue;
@@ -467,21 +467,14 @@ pub(crate) fn exe_writable() -> &'static (Vec<(usize, usize)>, usize) {
     static FOUND: std::sync::OnceLock<(Vec<(usize, usize)>, usize)> = std::sync::OnceLock::new();
     FOUND.get_or_init(|| {
         let _sys = crate::sys::scope::system_scope();
-        unsafe extern "C" fn each(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut libc::c_void,
-        ) -> libc::c_int {
-            // SAFETY: `data` is the `Found` passed below; `info` is valid
-            // for this call (dl_iterate_phdr's contract).
-            let (found, info) = unsafe { (&mut *(data as *mut Found), &*info) };
+        let mut found = Found {
+            ranges: Vec::new(),
+            bias: 0,
+        };
+        crate::sys::layout::each_module(|bias, phdrs| {
             // The first object is the executable, which holds all Rust code
             // (std included): the only module whose globals Rust code
             // initializes.
-            let bias = info.dlpi_addr as usize;
-            // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
-            let phdrs =
-                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
             let relro = phdrs
                 .iter()
                 .find(|p| p.p_type == libc::PT_GNU_RELRO)
@@ -507,15 +500,8 @@ pub(crate) fn exe_writable() -> &'static (Vec<(usize, usize)>, usize) {
                 }
             }
             found.bias = bias;
-            1 // Stop: only the executable.
-        }
-        let mut found = Found {
-            ranges: Vec::new(),
-            bias: 0,
-        };
-        // SAFETY: `each` matches the callback type and only reads the
-        // headers for the duration of the call.
-        unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut libc::c_void) };
+            false // Stop: only the executable.
+        });
         (found.ranges, found.bias)
     })
 }

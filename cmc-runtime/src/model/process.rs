@@ -132,7 +132,7 @@ impl<P: Process> Handler<P> {
     }
 
     /// Puts the handler under weak fairness for liveness properties
-    /// ([`Model::eventually`]): an execution in which it stays enabled in
+    /// ([`Model::eventually`](crate::Model::eventually)): an execution in which it stays enabled in
     /// one process forever without ever running there is not a
     /// counterexample (`#[handler(fair)]` in a `#[cmc::process]` block).
     pub fn fair(mut self) -> Self {

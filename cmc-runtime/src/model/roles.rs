@@ -281,7 +281,7 @@ where
 }
 
 /// Turns the enum's `Ctx` and `View` into role `R`'s, which differ only in
-/// their type (see [`Ctx::narrow`]).
+/// their type (see `Ctx::narrow`, internal).
 pub struct Narrowing<O: Process, R: Process> {
     ctx: for<'a, 'b> fn(&'a mut Ctx<'b, O>) -> Ctx<'a, R>,
     view: for<'a, 'b> fn(&'b View<'a, O>) -> View<'a, R>,

@@ -113,7 +113,7 @@ pub enum Strategy {
     BestFirst,
     /// Random walks from the initial state, reproducible from the seed: at
     /// each step one enabled event, with random choices; a walk ends at the
-    /// depth bound (`max_depth`, default [`DEFAULT_WALK_DEPTH`]) or in a
+    /// depth bound (`max_depth`, default 1000) or in a
     /// state without successor, and the next starts from the initial state
     /// again. Nothing is stored but the walk in progress, so memory does
     /// not grow with the run; such a search is never complete. It stops at
@@ -308,7 +308,7 @@ impl<P: Process> Model<P> {
     /// the property has not held yet are searched for a cycle among them
     /// (a *lasso*: a path into the cycle, then the cycle) or a state
     /// without successor; either is a counterexample. Cycles that starve a
-    /// handler marked fair ([`Handler::fair`]) — it stays enabled in a
+    /// handler marked fair ([`Handler::fair`](crate::Handler::fair)) — it stays enabled in a
     /// process all along the cycle and never runs there — are not.
     /// `#[cmc::eventually]` registers one for every model of the process
     /// type.

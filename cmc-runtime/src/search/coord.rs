@@ -231,8 +231,7 @@ pub(super) fn pause(waited: &mut u32) {
     if *waited < 64 {
         std::hint::spin_loop();
     } else if *waited < 256 {
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { libc::sched_yield() };
+        crate::sys::yield_now();
     } else {
         std::thread::sleep(Duration::from_micros(100));
     }

@@ -59,8 +59,8 @@ pub(crate) fn resident_bytes() -> u64 {
         .nth(1)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    // The runtime asserts at start-up that the machine's pages are these.
+    let page = crate::sys::PAGE as u64;
     pages * page
 }
 

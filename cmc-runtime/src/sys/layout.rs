@@ -272,3 +272,46 @@ mod tests {
         assert_eq!(m.relocate(42), 42);
     }
 }
+
+/// Calls `f(bias, program headers)` for each loaded module, the executable
+/// first, until `f` returns false (`dl_iterate_phdr`, which takes the
+/// dynamic loader's lock: a forked child must not call it, see
+/// `engine::isolate::run_in_children`).
+pub(crate) fn each_module<F: FnMut(usize, &[libc::Elf64_Phdr]) -> bool>(mut f: F) {
+    unsafe extern "C" fn each<F: FnMut(usize, &[libc::Elf64_Phdr]) -> bool>(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the closure passed below; `info` is valid for
+        // this call (dl_iterate_phdr's contract).
+        let (f, info) = unsafe { (&mut *(data as *mut F), &*info) };
+        // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+        let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        if f(info.dlpi_addr as usize, phdrs) {
+            0
+        } else {
+            1
+        }
+    }
+    // SAFETY: `each::<F>` matches the callback type and only uses the
+    // closure and the headers during the call.
+    unsafe { libc::dl_iterate_phdr(Some(each::<F>), &mut f as *mut F as *mut libc::c_void) };
+}
+
+/// Whether the byte at `addr` can be read, asked of the kernel (copied with
+/// `process_vm_readv`, which fails instead of faulting).
+pub(crate) fn byte_readable(addr: usize) -> bool {
+    let mut byte = 0u8;
+    let local = libc::iovec {
+        iov_base: &mut byte as *mut u8 as *mut libc::c_void,
+        iov_len: 1,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: 1,
+    };
+    // SAFETY: reads one byte of our own address space into `byte`; the
+    // kernel reports an unmapped or unreadable address as an error.
+    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
+}

@@ -1,11 +1,20 @@
-//! Everything that talks to the operating system: address-space reservation,
-//! page protection, signal handlers and alternate signal stacks.
+//! The machine, the bottom layer of the runtime: everything that talks to
+//! the operating system — address-space reservation and mappings, page
+//! protection, signal handlers and alternate signal stacks here; child
+//! processes ([`process`]), the address map ([`layout`]), the symbol table
+//! ([`symbols`]), the stack ([`stack`]), worker shared memory ([`shm`]) —
+//! and what every layer above consults cheaply: the thread-locals of the
+//! current arena and of user code ([`scope`]), and the hash functions
+//! ([`hash`], [`reloc`]), pure arithmetic that the address map needs too.
 //!
-//! The rest of the runtime calls only these functions, so porting cmc to
-//! another Unix means changing this module alone.
+//! The rest of the runtime calls the operating system only through these
+//! modules, except the interposers that replace a C function and forward
+//! to the real one (`determinism::clock`, `determinism::entropy`,
+//! `memory::threads`); `tests/tests/layers.rs` checks it.
 
 pub(crate) mod hash;
 pub(crate) mod layout;
+pub(crate) mod process;
 pub(crate) mod reloc;
 pub(crate) mod scope;
 pub(crate) mod shm;
@@ -80,6 +89,82 @@ pub(crate) fn reserve_at(addr: usize, len: usize) -> io::Result<*mut u8> {
         return Err(io::Error::from(io::ErrorKind::AddrInUse));
     }
     Ok(ptr.cast())
+}
+
+/// Maps `len` bytes of zero-filled, readable and writable memory that
+/// reserves nothing until its pages are written; `shared`: the processes
+/// forked later see the same pages (worker tables, the crash log).
+pub(crate) fn map_zeroed(len: usize, shared: bool) -> io::Result<*mut u8> {
+    let sharing = if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    };
+    // SAFETY: an anonymous mapping at an address of the kernel's choosing
+    // cannot alias any existing memory.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            sharing | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+/// Maps the first `len` bytes of the open file `fd`, read-only.
+pub(crate) fn map_file(fd: std::os::fd::RawFd, len: usize) -> io::Result<*const u8> {
+    // SAFETY: a private read-only mapping of a file of ours at an address
+    // of the kernel's choosing; the kernel checks the arguments.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+/// Unmaps a mapping made by [`map_zeroed`] or [`map_file`].
+///
+/// # Safety
+/// `ptr..ptr+len` is that whole mapping and nothing refers into it any more.
+pub(crate) unsafe fn unmap(ptr: *mut u8, len: usize) {
+    // SAFETY: the caller owns the whole mapping and no longer uses it.
+    unsafe { libc::munmap(ptr.cast(), len) };
+}
+
+/// Whether the `n` bytes at `a` and at `b` are equal, compared by the C
+/// library's `memcmp` (bytes another thread may be writing meanwhile: the
+/// answer is then only a hint, which Rust's own comparison could not give
+/// without a data race).
+///
+/// # Safety
+/// Both ranges are mapped and readable.
+pub(crate) unsafe fn same_bytes(a: *const u8, b: *const u8, n: usize) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { libc::memcmp(a.cast(), b.cast(), n) == 0 }
+}
+
+/// Gives the processor to another thread or process.
+pub(crate) fn yield_now() {
+    // SAFETY: sched_yield has no preconditions.
+    unsafe { libc::sched_yield() };
 }
 
 /// Returns a reservation made by [`reserve`] to the operating system.

@@ -184,27 +184,11 @@ fn map_exe() -> Result<&'static [u8], String> {
     if len == 0 {
         return Err("the executable is empty".into());
     }
-    // SAFETY: a private read-only mapping of a file we opened; the kernel
-    // checks the arguments. The executable is not written while it runs
-    // (ETXTBSY).
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(format!(
-            "cannot map the executable: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
+    // The executable is not written while it runs (ETXTBSY).
+    let p = crate::sys::map_file(file.as_raw_fd(), len)
+        .map_err(|e| format!("cannot map the executable: {e}"))?;
     // SAFETY: the mapping is `len` readable bytes and is never unmapped.
-    Ok(unsafe { std::slice::from_raw_parts(p as *const u8, len) })
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
 /// The ELF sections of `file` by name.

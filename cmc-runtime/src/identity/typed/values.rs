@@ -97,30 +97,17 @@ fn segments() -> &'static [(usize, usize)] {
     static SEGMENTS: std::sync::OnceLock<Vec<(usize, usize)>> = std::sync::OnceLock::new();
     SEGMENTS.get_or_init(|| {
         let _sys = crate::sys::scope::system_scope();
-        unsafe extern "C" fn each(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut libc::c_void,
-        ) -> libc::c_int {
-            // SAFETY: `data` is the vector passed below; `info` is valid for
-            // this call (dl_iterate_phdr's contract).
-            let (out, info) = unsafe { (&mut *(data as *mut Vec<(usize, usize)>), &*info) };
-            // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
-            let phdrs =
-                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        crate::sys::layout::each_module(|bias, phdrs| {
             for p in phdrs
                 .iter()
                 .filter(|p| p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_R != 0)
             {
-                let start = (info.dlpi_addr + p.p_vaddr) as usize;
+                let start = bias + p.p_vaddr as usize;
                 out.push((start, start + p.p_memsz as usize));
             }
-            0
-        }
-        let mut out: Vec<(usize, usize)> = Vec::new();
-        // SAFETY: `each` matches the callback type and only reads the
-        // headers during the call.
-        unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut _ as *mut libc::c_void) };
+            true
+        });
         out.sort_unstable();
         out
     })
@@ -161,19 +148,7 @@ fn probe(addr: usize, end: usize) -> bool {
             at = (at / page + 1) * page;
             continue;
         }
-        let mut byte = 0u8;
-        let local = libc::iovec {
-            iov_base: &mut byte as *mut u8 as *mut libc::c_void,
-            iov_len: 1,
-        };
-        let remote = libc::iovec {
-            iov_base: at as *mut libc::c_void,
-            iov_len: 1,
-        };
-        // SAFETY: reads one byte of our own address space into `byte`; the
-        // kernel reports an unmapped or unreadable address as an error.
-        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-        if n != 1 {
+        if !crate::sys::layout::byte_readable(at) {
             return false;
         }
         PROBED.with(|p| {

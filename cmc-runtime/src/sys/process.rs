@@ -1,0 +1,179 @@
+//! Child processes and the signals that stop a run: forking a child whose
+//! standard error and result go to pipes, waiting for it, killing it, and
+//! turning SIGINT and SIGTERM into a request to stop. The engine's crash
+//! log (`engine::isolate`) decides what runs in the child and what its end
+//! means; this module only talks to the kernel.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// What [`fork_with_pipes`] returns in each process.
+#[derive(Debug)]
+pub(crate) enum Forked {
+    /// In the child: standard error and descriptor `result_fd` are the
+    /// write ends of the pipes; every other descriptor above `result_fd`
+    /// but `keep` is closed.
+    Child,
+    /// In the parent: the child and the read ends of its standard error
+    /// and of its result pipe.
+    Parent {
+        /// The child's process id.
+        pid: libc::pid_t,
+        /// What the child writes to standard error.
+        err: File,
+        /// What the child writes to `result_fd`.
+        out: File,
+    },
+}
+
+/// Forks a child that dies with this process, with its standard error and
+/// descriptor `result_fd` sent to pipes the parent reads. The child keeps
+/// standard input and output and `keep` (if above `result_fd`), and closes
+/// every other descriptor it inherited (other children's pipes: their
+/// readers would otherwise wait for this child too).
+pub(crate) fn fork_with_pipes(result_fd: i32, keep: Option<i32>) -> io::Result<Forked> {
+    let mut err_pipe = [0; 2];
+    let mut out_pipe = [0; 2];
+    // SAFETY: pipe writes two descriptors into each array.
+    unsafe {
+        if libc::pipe(err_pipe.as_mut_ptr()) != 0 || libc::pipe(out_pipe.as_mut_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // SAFETY: fork has no preconditions; the caller's child side only runs
+    // code on this thread and leaves with `exit_child`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: plain descriptor operations on descriptors we own, and
+        // asking to die with the parent.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::dup2(err_pipe[1], 2);
+            if out_pipe[1] != result_fd {
+                libc::dup2(out_pipe[1], result_fd);
+            }
+            let keep = keep.unwrap_or(-1);
+            let close = |from: i32, to: u32| {
+                if from as u32 <= to
+                    && libc::syscall(libc::SYS_close_range, from as u32, to, 0) != 0
+                {
+                    for fd in from..(to.min(4095) as i32 + 1) {
+                        libc::close(fd);
+                    }
+                }
+            };
+            if keep > result_fd {
+                close(result_fd + 1, keep as u32 - 1);
+                close(keep + 1, u32::MAX);
+            } else {
+                close(result_fd + 1, u32::MAX);
+            }
+        }
+        return Ok(Forked::Child);
+    }
+    // SAFETY: closing our copies of the child's ends; the read ends are
+    // ours, open, and owned by the `File`s from now.
+    unsafe {
+        libc::close(err_pipe[1]);
+        libc::close(out_pipe[1]);
+        Ok(Forked::Parent {
+            pid,
+            err: File::from_raw_fd(err_pipe[0]),
+            out: File::from_raw_fd(out_pipe[0]),
+        })
+    }
+}
+
+/// Ends a child at once, without running the parent's destructors or
+/// atexit hooks.
+pub(crate) fn exit_child(code: i32) -> ! {
+    // SAFETY: _exit ends the process immediately, as intended.
+    unsafe { libc::_exit(code) }
+}
+
+/// How a child ended, as `waitpid` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// It exited with this status.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+}
+
+/// Whether `pid` (a child of ours) has ended, without waiting: `Some` once
+/// it has (and it is reaped), or when it can no longer be waited for.
+pub(crate) fn try_wait(pid: libc::pid_t) -> Option<Exit> {
+    let mut status = 0;
+    // SAFETY: polls our own child.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if r == pid || (r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+        Some(if libc::WIFSIGNALED(status) {
+            Exit::Signal(libc::WTERMSIG(status))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(status))
+        })
+    } else {
+        None
+    }
+}
+
+/// Kills `pid`, a child of ours that has not been reaped.
+pub(crate) fn kill_child(pid: libc::pid_t) {
+    // SAFETY: signals our own child, which has not been reaped.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Writes all of `bytes` to descriptor `fd`, or as much as it takes.
+pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
+    let mut written = 0;
+    while written < bytes.len() {
+        // SAFETY: writes from a live buffer to a descriptor of ours.
+        let n = unsafe { libc::write(fd, bytes[written..].as_ptr().cast(), bytes.len() - written) };
+        if n <= 0 {
+            break;
+        }
+        written += n as usize;
+    }
+}
+
+/// The signal that asked the run to stop, or 0.
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop(signal: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    STOP.store(signal, Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM set the stop request ([`stop_signal`]) instead
+/// of ending the process (a forked child inherits the handlers).
+pub(crate) fn catch_stop_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid starting point; the handler
+        // only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The signal that asked the run to stop, if one did.
+#[inline]
+pub(crate) fn stop_signal() -> Option<i32> {
+    let s = STOP.load(Ordering::Relaxed);
+    (s != 0).then_some(s)
+}
+
+/// Asks to be killed when the parent process dies.
+pub(crate) fn die_with_parent() {
+    // SAFETY: a prctl with no memory arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+}
