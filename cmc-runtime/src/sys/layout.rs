@@ -233,46 +233,6 @@ fn find_exe_tls_block() -> Option<(usize, usize)> {
     found
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    static DATA: u64 = 7;
-
-    #[test]
-    fn pointers_into_the_program_are_relative() {
-        let m = modules();
-        let f = pointers_into_the_program_are_relative as fn() as usize as u64;
-        let d = &DATA as *const u64 as u64;
-        let s = "a literal".as_ptr() as u64;
-        for p in [f, d, s] {
-            assert_ne!(m.relocate(p), p, "{p:#x} should be inside a module");
-        }
-        // A function and a static are named by the symbol table: (name,
-        // offset), the offset counting.
-        assert_ne!(m.relocate(f), m.relocate(f + 1));
-        assert_ne!(
-            m.relocate(f) ^ MODULE_TAG,
-            (m.relocate(f) ^ MODULE_TAG) & ((1 << 48) - 1)
-        );
-        // A literal is not: (module, offset), the executable being module 0.
-        let r = m.relocate(s) ^ MODULE_TAG;
-        assert_eq!(r, r & ((1 << 48) - 1));
-        assert_eq!(r >> 40, 0);
-        let local = 5u64;
-        let (low, len) = thread_stack();
-        let at = &local as *const u64 as u64;
-        assert!(
-            at - low < len,
-            "{at:#x} should be inside the thread's stack {low:#x}+{len:#x}"
-        );
-        let heap = Box::new(1u64);
-        let h = &*heap as *const u64 as u64;
-        assert_eq!(m.relocate(h), h, "the heap is no module");
-        assert_eq!(m.relocate(42), 42);
-    }
-}
-
 /// Calls `f(bias, program headers)` for each loaded module, the executable
 /// first, until `f` returns false (`dl_iterate_phdr`, which takes the
 /// dynamic loader's lock: a forked child must not call it, see
@@ -314,4 +274,44 @@ pub(crate) fn byte_readable(addr: usize) -> bool {
     // SAFETY: reads one byte of our own address space into `byte`; the
     // kernel reports an unmapped or unreadable address as an error.
     unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static DATA: u64 = 7;
+
+    #[test]
+    fn pointers_into_the_program_are_relative() {
+        let m = modules();
+        let f = pointers_into_the_program_are_relative as fn() as usize as u64;
+        let d = &DATA as *const u64 as u64;
+        let s = "a literal".as_ptr() as u64;
+        for p in [f, d, s] {
+            assert_ne!(m.relocate(p), p, "{p:#x} should be inside a module");
+        }
+        // A function and a static are named by the symbol table: (name,
+        // offset), the offset counting.
+        assert_ne!(m.relocate(f), m.relocate(f + 1));
+        assert_ne!(
+            m.relocate(f) ^ MODULE_TAG,
+            (m.relocate(f) ^ MODULE_TAG) & ((1 << 48) - 1)
+        );
+        // A literal is not: (module, offset), the executable being module 0.
+        let r = m.relocate(s) ^ MODULE_TAG;
+        assert_eq!(r, r & ((1 << 48) - 1));
+        assert_eq!(r >> 40, 0);
+        let local = 5u64;
+        let (low, len) = thread_stack();
+        let at = &local as *const u64 as u64;
+        assert!(
+            at - low < len,
+            "{at:#x} should be inside the thread's stack {low:#x}+{len:#x}"
+        );
+        let heap = Box::new(1u64);
+        let h = &*heap as *const u64 as u64;
+        assert_eq!(m.relocate(h), h, "the heap is no module");
+        assert_eq!(m.relocate(42), 42);
+    }
 }
