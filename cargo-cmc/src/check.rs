@@ -1,18 +1,207 @@
-//! `cargo cmc check`.
+//! `cargo cmc check`: its flags, and the run that builds the harnesses,
+//! checks the models chosen, saves a trace and a report for each violation
+//! and prints the results.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
 use cmc::registry::RunOptions;
-use cmc::{CheckResult, FingerprintMode, FingerprintWidth, Strategy};
+use cmc::{CheckResult, FingerprintWidth, Strategy};
 
-use crate::cli::{
-    BitsArg, CheckArgs, FingerprintArg, StrategyArg, FAILURE, INCOMPLETE, OK, VIOLATION,
-};
+use crate::args::{FingerprintArg, MessageFormat, ProjectArgs};
+use crate::diagnostic::report_warning;
+use crate::exit::{stopped_by, Exit};
 use crate::output::{Output, Saved};
 use crate::project::Project;
+use crate::traces::{file_stem, traces_dir};
 
+/// `cargo cmc check`: which models, how to search them, how to report.
+#[derive(Args, Debug)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) project: ProjectArgs,
+    /// Only this model (repeatable): its full path, or its path's last
+    /// segments (`two_phase_commit_7`, `aodv::aodv_4_line`), or a glob
+    /// over either (`'aodv_4_*'`).
+    #[arg(long = "model", value_name = "NAME")]
+    pub(crate) models: Vec<String>,
+    /// Leave out the models this selects, as --model does (repeatable).
+    #[arg(long = "exclude", value_name = "NAME")]
+    pub(crate) exclude: Vec<String>,
+    /// Exit with 3 when a search ended bounded (a bound, the time limit,
+    /// the memory budget, random walks) without a violation: only a
+    /// complete search counts as a pass.
+    #[arg(long)]
+    pub(crate) require_complete: bool,
+    /// The search strategy (default: the model's, breadth-first unless it
+    /// chose another).
+    #[arg(long, value_enum)]
+    pub(crate) strategy: Option<StrategyArg>,
+    /// Do not expand states at this depth.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_depth: Option<usize>,
+    /// Stop after this many unique states.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_states: Option<usize>,
+    /// Stop each model after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) time_limit: Option<f64>,
+    /// With --strategy walk: stop after this many walks (each from the
+    /// initial state to --max-depth, default 1000, or a state without
+    /// successor).
+    #[arg(long, value_name = "N")]
+    pub(crate) walks: Option<u64>,
+    /// How long one piece of user code (a handler, guard, invariant,
+    /// constructor, Hash or Debug) may run before the check stops it and
+    /// reports a timeout violation with its trace; 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub(crate) transition_timeout: f64,
+    /// Stop the search, bounded, before its resident memory exceeds this
+    /// (512M, 4G, 1.5GiB, or a number of bytes; 0: no budget). Default: 80 %
+    /// of the memory available when the search starts.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_memory: Option<u64>,
+    /// Seed of the random strategy.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// Worker processes searching at once (default: one per core, unless
+    /// the model sets a number; best-first runs on one). They share the
+    /// visited set: a complete search finds the same states, and
+    /// breadth-first traces stay shortest, though which shortest trace is
+    /// shown may change from run to run (--jobs 1: always the same).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub(crate) jobs: Option<u64>,
+    /// Collect distinct violations instead of stopping at the first.
+    #[arg(long)]
+    pub(crate) keep_going: bool,
+    /// Partial-order reduction: an event of one process that commutes
+    /// with an event of another explored before it does not run again
+    /// after it (sleep sets). Every state is still visited, fewer
+    /// transitions run. One worker; not with random walks or a prune over
+    /// the whole world (a bound on each process, `Model::prune_process`,
+    /// is fine); with --keep-going the search goes on past violations.
+    #[arg(long)]
+    pub(crate) por: bool,
+    /// Run every transition, even one whose successor the transition
+    /// cache can tell is already visited (the cache changes no count;
+    /// this measures what it saves).
+    #[arg(long)]
+    pub(crate) no_transition_cache: bool,
+    /// How processes are fingerprinted (default: each type's best source:
+    /// StateHash, then Hash, then Debug, then its type information
+    /// (typed), then the canonical heap, unless the model chooses; -v says
+    /// which each type used).
+    #[arg(long, value_enum)]
+    pub(crate) fingerprint: Option<FingerprintArg>,
+    /// Bits of each fingerprint the visited set keeps.
+    #[arg(long, value_enum, value_name = "BITS")]
+    pub(crate) fingerprint_bits: Option<BitsArg>,
+    /// Run every transition, guard and invariant N times (2 when N is not
+    /// given) and report hidden nondeterminism.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "2",
+        value_parser = runs_to_compare
+    )]
+    pub(crate) check_determinism: Option<u64>,
+    /// Run each transition that draws randomness (thread_rng, OsRng, a new
+    /// HashMap's keys) with K seeds derived from the state and the event,
+    /// as up to K successors (default 1: one draw per state and event).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub(crate) random_seeds: Option<u32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub(crate) message_format: MessageFormat,
+    /// Also say, for each model, which source of identity each of its
+    /// types (process, shared variables, messages) was fingerprinted from.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+    /// Write a #[test] that replays the (first) counterexample to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) emit_test: Option<PathBuf>,
+}
+
+/// `--strategy`: the order the search visits states in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StrategyArg {
+    /// Depth-first (least memory, long counterexamples).
+    Dfs,
+    /// Breadth-first, the default (shortest counterexamples).
+    Bfs,
+    /// Random, reproducible with --seed.
+    Random,
+    /// Best-first by the model's priority function.
+    Best,
+    /// Random walks from the initial state with restarts: memory that does
+    /// not grow with the run; needs --time-limit or --walks; reproducible
+    /// with --seed
+    Walk,
+}
+
+/// `--fingerprint-bits`: the width of the fingerprints the visited set
+/// keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BitsArg {
+    /// 64-bit fingerprints (the default).
+    #[value(name = "64")]
+    B64,
+    /// 128-bit fingerprints: collisions out of reach.
+    #[value(name = "128")]
+    B128,
+}
+
+/// A size such as `512M`, `4G`, `1.5GiB`, `100k` or `1048576` (bytes;
+/// the units are powers of 1024).
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (say 512M or 4G)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => {
+            return Err(format!(
+                "`{other}` is not a unit of size (use K, M, G or T)"
+            ))
+        }
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("`{text}` is too large"));
+    }
+    Ok(bytes as u64)
+}
+
+/// `--check-determinism N`: how many runs of each piece of code to
+/// compare, at least two.
+fn runs_to_compare(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 2 => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} run{} of each piece of code cannot show a difference: give 2 or more \
+             (or no number, for 2)",
+            if n == 1 { "" } else { "s" }
+        )),
+        Err(_) => Err(format!("`{s}` is not a number of runs (2 or more)")),
+    }
+}
+
+/// The runtime's options for the flags; fails on flags that contradict
+/// each other or out-of-range durations.
 fn options(args: &CheckArgs) -> Result<RunOptions> {
     let mut o = RunOptions::default();
     o.strategy = args.strategy.map(|s| match s {
@@ -68,7 +257,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.keep_going = args.keep_going.then_some(true);
     o.por = args.por.then_some(true);
     o.transition_cache = args.no_transition_cache.then_some(false);
-    o.fingerprint = args.fingerprint.map(fingerprint_mode);
+    o.fingerprint = args.fingerprint.map(FingerprintArg::mode);
     o.width = args.fingerprint_bits.map(|b| match b {
         BitsArg::B64 => FingerprintWidth::Bits64,
         BitsArg::B128 => FingerprintWidth::Bits128,
@@ -79,34 +268,6 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.random_seeds = args.random_seeds.map(|k| k as usize);
     o.isolate = true;
     Ok(o)
-}
-
-/// The runtime's mode for a `--fingerprint` argument.
-pub(crate) fn fingerprint_mode(f: FingerprintArg) -> FingerprintMode {
-    match f {
-        FingerprintArg::State => FingerprintMode::State,
-        FingerprintArg::Hash => FingerprintMode::Hash,
-        FingerprintArg::Debug => FingerprintMode::Debug,
-        FingerprintArg::Heap => FingerprintMode::Heap,
-        FingerprintArg::Bytes => FingerprintMode::Bytes,
-        FingerprintArg::Abstract => FingerprintMode::Abstract,
-        FingerprintArg::Typed => FingerprintMode::Typed,
-    }
-}
-
-/// A file name for a model path: `crate::module::fn` → `crate__module__fn`.
-pub(crate) fn file_stem(model: &str) -> String {
-    model
-        .replace("::", "__")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
 }
 
 /// How the project was built, for the traces (replay rebuilds it so).
@@ -140,8 +301,10 @@ fn short_hash(trace: &cmc::Trace) -> String {
     format!("{:08x}", h.finish() as u32)
 }
 
+/// Saves each violation of `result` as a trace (with how it was built, for
+/// replay) and an HTML report, one file of each per violation.
 fn save(project: &Project, options: &RunOptions, result: &CheckResult) -> Result<Vec<Saved>> {
-    let traces = project.target_dir.join("cmc").join("traces");
+    let traces = traces_dir(project);
     let reports = project.target_dir.join("cmc").join("reports");
     std::fs::create_dir_all(&traces)
         .with_context(|| format!("cannot create {}", traces.display()))?;
@@ -199,7 +362,9 @@ pub(crate) fn replay_command(project: &Project, trace_file: &Path) -> String {
     cmd
 }
 
-pub(crate) fn run(args: CheckArgs) -> Result<u8> {
+/// Runs `cargo cmc check`: the exit code, or an error when the tool could
+/// not do its job before any model ran.
+pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
     let options = options(&args)?;
     let project = crate::project::discover(&args.project)?;
     let built = crate::harness::build_all(&project)?;
@@ -246,7 +411,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
     }
     let options_json = serde_json::to_string(&options).context("options serialise")?;
     let mut out = Output::new(args.message_format, args.verbose);
-    let json = args.message_format == crate::cli::MessageFormat::Json;
+    let json = args.message_format == MessageFormat::Json;
     let mut violation = false;
     let mut failed = false;
     let mut incomplete = false;
@@ -301,7 +466,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
                 .find(|p| p.name == harness.package)
                 .context("the harness's package")?;
             crate::emit::write(file, pkg, &result.model, &v.trace)?;
-            crate::cli::report_warning(
+            report_warning(
                 json,
                 &format!(
                     "wrote a regression test for {} to {}",
@@ -316,30 +481,31 @@ pub(crate) fn run(args: CheckArgs) -> Result<u8> {
         incomplete |= result.verdict == cmc::Verdict::Bounded;
     }
     if let Some(signal) = crate::harness::caught() {
-        crate::cli::report_warning(
+        report_warning(
             json,
             &format!("stopped by signal {signal}; the traces found so far are saved"),
         );
-        return Ok(128 + signal as u8);
+        return Ok(stopped_by(signal));
     }
     if args.emit_test.is_some() && !emitted {
-        crate::cli::report_warning(json, "no counterexample, so no regression test was written");
+        report_warning(json, "no counterexample, so no regression test was written");
     }
     if incomplete && args.require_complete && !failed && !violation {
-        crate::cli::report_warning(
+        report_warning(
             json,
             "a search ended bounded, and --require-complete asks for complete ones (exit 3)",
         );
     }
     Ok(if failed {
-        FAILURE
+        Exit::Failure
     } else if violation {
-        VIOLATION
+        Exit::Violation
     } else if incomplete && args.require_complete {
-        INCOMPLETE
+        Exit::Inconclusive
     } else {
-        OK
-    })
+        Exit::Success
+    }
+    .into())
 }
 
 /// Whether `pattern` (of --model or --exclude) names the model at `path`:
@@ -384,13 +550,22 @@ fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     pattern[p..].iter().all(|&c| c == b'*')
 }
 
-pub(crate) fn traces_dir(project: &Project) -> PathBuf {
-    project.target_dir.join("cmc").join("traces")
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{glob_match, selects};
+    use super::{glob_match, parse_size, selects};
+
+    #[test]
+    fn sizes_parse_like_people_write_them() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("100k"), Ok(100 << 10));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("1e300G").is_err());
+    }
 
     #[test]
     fn a_model_is_named_exactly_or_by_a_glob() {

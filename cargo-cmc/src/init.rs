@@ -3,11 +3,24 @@
 //! with a sample model that passes.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use cargo_metadata::{Metadata, MetadataCommand, Package};
+use clap::Args;
 
-use crate::cli::{InitArgs, OK};
+use crate::exit::Exit;
+
+/// `cargo cmc init`: the crate to add a check crate to, and where.
+#[derive(Args, Debug)]
+pub(crate) struct InitArgs {
+    /// Path to the Cargo.toml of the crate to check.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) manifest_path: Option<PathBuf>,
+    /// Where to put the check crate, relative to the crate's directory.
+    #[arg(long, value_name = "DIR", default_value = "cmc")]
+    pub(crate) dir: PathBuf,
+}
 
 /// The cmc source this `cargo cmc` was built from: the runtime a check
 /// crate depends on (cmc is not on crates.io).
@@ -55,7 +68,9 @@ fn toml_str(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-pub(crate) fn run(args: InitArgs) -> Result<u8> {
+/// Runs `cargo cmc init`: writes the check crate (a project of its own,
+/// with a sample model), refusing a directory that exists.
+pub(crate) fn run(args: InitArgs) -> Result<ExitCode> {
     let mut cmd = MetadataCommand::new();
     cmd.no_deps();
     if let Some(path) = &args.manifest_path {
@@ -186,5 +201,5 @@ pub fn sample() -> cmc::Model<Counter> {{
     );
     println!("Check it, from {}:", pkg_dir.display());
     println!("    cargo cmc check");
-    Ok(OK)
+    Ok(Exit::Success.into())
 }

@@ -1,10 +1,19 @@
 //! `cargo cmc`: finds the models registered with `#[cmc::model]` in a cargo
 //! project, builds a checking harness for them, runs them, and reports what
 //! they found. See `cargo cmc --help`.
+//!
+//! The modules form layers, each using only those below it: `cli` (the
+//! command line and the dispatch); the subcommands `check`, `init`, `list`
+//! and `replay`, each with its flags; and below them `args` (shared
+//! flags), `exit` (exit codes), `diagnostic` (errors and warnings),
+//! `traces`, `harness`, `project`, `output`, `emit` and `report`.
 
+mod args;
 mod check;
 mod cli;
+mod diagnostic;
 mod emit;
+mod exit;
 mod harness;
 mod init;
 mod list;
@@ -12,6 +21,7 @@ mod output;
 mod project;
 mod replay;
 mod report;
+mod traces;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -13,7 +13,7 @@ use cmc::{CheckResult, Step, StepKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::cli::MessageFormat;
+use crate::args::MessageFormat;
 
 /// Files written for one violation.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use cargo_metadata::{CargoOpt, Metadata, MetadataCommand, Package};
 
-use crate::cli::ProjectArgs;
+use crate::args::ProjectArgs;
 
 /// How the harness should depend on the runtime: exactly as the package
 /// does, so both use one copy.

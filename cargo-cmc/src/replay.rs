@@ -1,12 +1,38 @@
 //! `cargo cmc replay <trace.json> [--step N]`.
 
+use std::path::PathBuf;
+use std::process::ExitCode;
+
 use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
 use cmc::registry::RunOptions;
 use cmc::{ReplayOutcome, Step, Trace};
 
-use crate::cli::{
-    ProjectArgs, ReplayArgs, DIVERGED, MISFIT, NONDETERMINISM, OK, OTHER_VIOLATION, VIOLATION,
-};
+use crate::args::{FingerprintArg, ProjectArgs};
+use crate::exit::Exit;
+use crate::project::Project;
+use crate::traces::{file_stem, traces_dir};
+
+/// `cargo cmc replay`: the trace, how far to replay it, and how to build
+/// and fingerprint.
+#[derive(Args, Debug)]
+pub(crate) struct ReplayArgs {
+    #[command(flatten)]
+    pub(crate) project: ProjectArgs,
+    /// The trace file written by `cargo cmc check`.
+    #[arg(required_unless_present = "last")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Replay the newest trace `cargo cmc check` saved in this project.
+    #[arg(long, conflicts_with = "trace")]
+    pub(crate) last: bool,
+    /// Stop after this step.
+    #[arg(long, value_name = "N")]
+    pub(crate) step: Option<usize>,
+    /// Fingerprint the states by this source instead of the one the trace
+    /// was recorded with.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) fingerprint: Option<FingerprintArg>,
+}
 
 /// The build flags to replay with: the command line's when it gives any,
 /// else the ones the trace recorded (saying so either way).
@@ -69,7 +95,7 @@ fn build_args(given: &ProjectArgs, trace: &Trace) -> ProjectArgs {
 
 /// The replay's arguments with the trace file resolved.
 struct ReplayFile {
-    file: std::path::PathBuf,
+    file: PathBuf,
     args: ReplayArgs,
 }
 
@@ -82,15 +108,15 @@ impl std::ops::Deref for ReplayFile {
 
 /// The newest trace file, in the project's traces directory, of a model
 /// the project has (a workspace's crates share the directory).
-fn last_trace(given: &ProjectArgs) -> Result<std::path::PathBuf> {
+fn last_trace(given: &ProjectArgs) -> Result<PathBuf> {
     let project = crate::project::discover(given)?;
     let built = crate::harness::build_all(&project)?;
     let stems: Vec<String> = built
         .iter()
         .flat_map(|(_, models)| models.iter())
-        .map(|m| format!("{}--", crate::check::file_stem(&m.path)))
+        .map(|m| format!("{}--", file_stem(&m.path)))
         .collect();
-    let dir = crate::check::traces_dir(&project);
+    let dir = traces_dir(&project);
     let newest = std::fs::read_dir(&dir)
         .ok()
         .into_iter()
@@ -114,7 +140,7 @@ fn last_trace(given: &ProjectArgs) -> Result<std::path::PathBuf> {
 
 /// Whether the project's sources are the ones `trace` was recorded with:
 /// `None` when the trace does not record them.
-fn same_sources(project: &crate::project::Project, trace: &Trace) -> Option<bool> {
+fn same_sources(project: &Project, trace: &Trace) -> Option<bool> {
     let recorded = trace.build.as_ref().map(|b| b.sources.as_str())?;
     if recorded.is_empty() {
         return None;
@@ -126,11 +152,11 @@ fn same_sources(project: &crate::project::Project, trace: &Trace) -> Option<bool
 /// changed (4, with what the model and the sources tell), or the same
 /// program behaved differently (5, hidden nondeterminism in `handler`).
 fn divergence_verdict(
-    project: &crate::project::Project,
+    project: &Project,
     trace: &Trace,
     handler: &str,
     changed: Option<&str>,
-) -> u8 {
+) -> Exit {
     if let Some(c) = changed {
         println!("the model changed since the trace was recorded: {c}");
     }
@@ -140,7 +166,7 @@ fn divergence_verdict(
                 "the project's sources changed since the trace was recorded: the divergence \
                  is that change, not nondeterminism (check the model again for a new trace)"
             );
-            DIVERGED
+            Exit::Diverged
         }
         Some(true) if changed.is_none() => {
             println!(
@@ -148,9 +174,9 @@ fn divergence_verdict(
                  nondeterminism in {handler} (or a dependency outside the project changed); \
                  `cargo cmc check --check-determinism` names its cause"
             );
-            NONDETERMINISM
+            Exit::Nondeterminism
         }
-        Some(true) => DIVERGED,
+        Some(true) => Exit::Diverged,
         None => {
             if changed.is_none() {
                 println!(
@@ -158,12 +184,14 @@ fn divergence_verdict(
                      cannot tell a changed program from hidden nondeterminism"
                 );
             }
-            DIVERGED
+            Exit::Diverged
         }
     }
 }
 
-pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
+/// Runs `cargo cmc replay`: the exit code says how the replay ended (see
+/// [`Exit`]).
+pub(crate) fn run(mut args: ReplayArgs) -> Result<ExitCode> {
     let file = match args.trace.take() {
         Some(file) => file,
         None => last_trace(&args.project)?,
@@ -196,7 +224,7 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
         .and_then(|b| b.options.as_ref())
         .and_then(|o| o.transition_timeout);
     if let Some(f) = args.fingerprint {
-        let mode = crate::check::fingerprint_mode(f);
+        let mode = f.mode();
         options.fingerprint = Some(mode);
         let recorded = trace
             .fingerprint
@@ -251,18 +279,18 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
             if recorded.is_none_or(|r| r.kind == v.kind && r.property == v.property) =>
         {
             println!("the violation reproduces: {v}");
-            Ok(VIOLATION)
+            Ok(Exit::Violation.into())
         }
         ReplayOutcome::Reproduced(v) => {
             println!("the trace now ends in another violation: {v}");
             if let Some(r) = recorded {
                 println!("it recorded: {r}");
             }
-            Ok(OTHER_VIOLATION)
+            Ok(Exit::Inconclusive.into())
         }
         ReplayOutcome::Stopped { step } => {
             println!("stopped after step {step}, as asked; every step so far matched the trace");
-            Ok(OK)
+            Ok(Exit::Success.into())
         }
         ReplayOutcome::Diverged {
             step,
@@ -280,12 +308,7 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
             if let Some(d) = detail {
                 println!("{d}");
             }
-            Ok(divergence_verdict(
-                &project,
-                &trace,
-                &handler,
-                changed.as_deref(),
-            ))
+            Ok(divergence_verdict(&project, &trace, &handler, changed.as_deref()).into())
         }
         ReplayOutcome::Misfit {
             step,
@@ -303,7 +326,7 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
                      model again for a new trace"
                 );
             }
-            Ok(MISFIT)
+            Ok(Exit::Misfit.into())
         }
         ReplayOutcome::NoViolation => {
             match recorded {
@@ -315,7 +338,7 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<u8> {
                     println!("the trace ran to its end and its final state violates nothing")
                 }
             }
-            Ok(OK)
+            Ok(Exit::Success.into())
         }
         other => bail!("unexpected replay outcome {other:?}"),
     }
