@@ -9,8 +9,11 @@
 
 pub(crate) mod alloc;
 pub(crate) mod arena;
+mod capture;
 pub(crate) mod globals;
 pub(crate) mod heap;
+mod inspect;
+mod restore;
 mod snapshot;
 pub(crate) mod store;
 pub(crate) mod threads;
