@@ -553,33 +553,32 @@ fn circles_of(src: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Fails with `what` and the lines of `bad`, unless it is empty.
+fn assert_none(what: &str, bad: &[String]) {
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
 #[test]
 fn runtime_folders_import_only_downward() {
-    let bad = upward_imports(&src_of("cmc-runtime"));
-    assert!(
-        bad.is_empty(),
-        "imports against the layers:\n{}",
-        bad.join("\n")
+    assert_none(
+        "imports against the layers",
+        &upward_imports(&src_of("cmc-runtime")),
     );
 }
 
 #[test]
 fn no_circle_of_modules_in_runtime() {
-    let c = circles_of(&src_of("cmc-runtime"));
-    assert!(
-        c.is_empty(),
-        "circles of modules in cmc-runtime:\n{}",
-        c.join("\n")
+    assert_none(
+        "circles of modules in cmc-runtime",
+        &circles_of(&src_of("cmc-runtime")),
     );
 }
 
 #[test]
 fn no_circle_of_modules_in_cargo_cmc() {
-    let c = circles_of(&src_of("cargo-cmc"));
-    assert!(
-        c.is_empty(),
-        "circles of modules in cargo-cmc:\n{}",
-        c.join("\n")
+    assert_none(
+        "circles of modules in cargo-cmc",
+        &circles_of(&src_of("cargo-cmc")),
     );
 }
 
@@ -681,9 +680,9 @@ fn the_code_map_names_every_runtime_module() {
         .filter(|rel| rel != "lib.rs" && !rel.ends_with("mod.rs"))
         .filter(|rel| !map.contains(&format!("`{rel}`")))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "modules the code map of book/src/architecture.md does not name: {missing:?}"
+    assert_none(
+        "modules the code map of book/src/architecture.md does not name",
+        &missing,
     );
 }
 
@@ -738,28 +737,22 @@ fn the_rule_fails_on_a_planted_upward_import() {
     assert_eq!(upward_imports(root), Vec::<String>::new(), "a clean tree");
     assert_eq!(circles_of(root), Vec::<String>::new());
 
+    // The one violation of a tree whose `memory/arena.rs` is `text`.
+    let only_upward = |text: &str| {
+        write(root, "memory/arena.rs", text);
+        let bad = upward_imports(root);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        bad[0].clone()
+    };
     // An upward import inside a `use` group.
-    write(
-        root,
-        "memory/arena.rs",
-        "use crate::{sys::stack, engine::{self as e}};\nfn g() {}\n",
-    );
-    let bad = upward_imports(root);
-    assert_eq!(bad.len(), 1, "{bad:?}");
+    let bad = only_upward("use crate::{sys::stack, engine::{self as e}};\nfn g() {}\n");
     assert!(
-        bad[0].ends_with("memory/arena.rs:1: `memory::arena` (layer memory) imports `engine` from the layer above it (engine)"),
-        "{bad:?}"
+        bad.ends_with("memory/arena.rs:1: `memory::arena` (layer memory) imports `engine` from the layer above it (engine)"),
+        "{bad}"
     );
-
     // An upward path in code, through `super::`, on line 3.
-    write(
-        root,
-        "memory/arena.rs",
-        "fn g() {\n    let _ = 1;\n    super::super::engine::run();\n}\n",
-    );
-    let bad = upward_imports(root);
-    assert_eq!(bad.len(), 1, "{bad:?}");
-    assert!(bad[0].contains("memory/arena.rs:3:"), "{bad:?}");
+    let bad = only_upward("fn g() {\n    let _ = 1;\n    super::super::engine::run();\n}\n");
+    assert!(bad.contains("memory/arena.rs:3:"), "{bad}");
     assert_eq!(
         circles_of(root),
         vec!["engine <-> memory::arena".to_string()],
