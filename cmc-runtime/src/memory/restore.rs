@@ -22,15 +22,6 @@ const HOT_PAGES: usize = 16;
 /// that pages transitions stopped writing leave the set (the ones they
 /// still write fault once and return).
 const HOT_RESTORES: u32 = 64;
-/// Cost model for `Tracking::Auto`, in nanoseconds, from the `snapshot`
-/// benchmark on the reference machine (see the book's performance chapter):
-/// scanning costs about 55 ns per used page (compare with the stored copy);
-/// fault tracking costs about 5 µs per dirty page (the fault, plus the
-/// `mprotect` that re-arms it) and about 3 µs per transition besides. The
-/// break-even for one dirty page is therefore around 150 pages (600 KiB).
-const SCAN_NS_PER_PAGE: f64 = 55.0;
-const MPROTECT_NS_PER_DIRTY_PAGE: f64 = 5000.0;
-const MPROTECT_NS_FIXED: f64 = 3000.0;
 
 impl Memory {
     /// Makes the arenas hold `state` again, writing only the pages that
@@ -97,7 +88,19 @@ impl Memory {
         }
     }
 
+    /// The tracking mode for an arena of `npages` used pages: the one its
+    /// configuration names, or under `Tracking::Auto` the cheaper by the
+    /// cost model below, with hysteresis.
     pub(super) fn choose_mode(rt: &ArenaRt, npages: usize) -> Mode {
+        // Cost model for `Tracking::Auto`, in nanoseconds, from the `snapshot`
+        // benchmark on the reference machine (see the book's performance chapter):
+        // scanning costs about 55 ns per used page (compare with the stored copy);
+        // fault tracking costs about 5 µs per dirty page (the fault, plus the
+        // `mprotect` that re-arms it) and about 3 µs per transition besides. The
+        // break-even for one dirty page is therefore around 150 pages (600 KiB).
+        const SCAN_NS_PER_PAGE: f64 = 55.0;
+        const MPROTECT_NS_PER_DIRTY_PAGE: f64 = 5000.0;
+        const MPROTECT_NS_FIXED: f64 = 3000.0;
         match rt.tracking {
             Tracking::Scan => Mode::Scan,
             Tracking::Mprotect => Mode::Mprotect,
