@@ -2,7 +2,7 @@
 //! bytes — `getrandom(2)` as rand's `OsRng` and the `getrandom` crate ask
 //! for them (through `syscall`), and the C library's `getrandom` and
 //! `getentropy` — come from a generator seeded from the state's
-//! fingerprint and the event, like the thread RNG (`identity::random`).
+//! fingerprint and the event, like the thread RNG (`determinism::random`).
 //!
 //! How: cmc defines the C symbols `getrandom`, `getentropy` and (on x86-64
 //! and AArch64 Linux, where a variadic call passes its integer arguments
@@ -13,7 +13,7 @@
 //!
 //! Not controlled: a read of `/dev/urandom`, and code that finds the C
 //! library's `getrandom` with `dlsym` (the `getrandom` crate from 0.3 on,
-//! std's own keys, which `identity::random` sets instead); the determinism
+//! std's own keys, which `determinism::random` sets instead); the determinism
 //! check reports a handler whose successor they change.
 
 use std::cell::{Cell, RefCell};

@@ -72,7 +72,7 @@ struct Control {
     fork_counter: Option<&'static AtomicUsize>,
     /// Whether the thread RNG can be left to reseed itself, on its first
     /// use in a transition, from the entropy cmc serves user code
-    /// (`identity::entropy`): then a transition that draws nothing costs
+    /// (`determinism::entropy`): then a transition that draws nothing costs
     /// nothing.
     lazy: bool,
 }
@@ -129,7 +129,7 @@ fn install(seed: [u8; 32], control: &Control, clear_forks: bool) -> bool {
     true
 }
 
-/// Sets up the control of randomness now (see `isolate::run_in_child`).
+/// Sets up the control of randomness now (see `engine::isolate::run_in_child`).
 pub(crate) fn warm() {
     let _sys = crate::sys::scope::system_scope();
     let _ = control();

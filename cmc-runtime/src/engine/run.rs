@@ -222,7 +222,7 @@ impl<'m, P: Process> Engine<'m, P> {
         pre: StateId,
     ) -> Outcome {
         // What the thread RNG draws is a function of the state and the
-        // event (identity::random).
+        // event (determinism::random).
         if crate::determinism::random::enabled() {
             let key = self.seed_key(pre, e, &script, seed);
             crate::determinism::random::seed_for(key);

@@ -209,7 +209,7 @@ impl<'m, P: Process> Engine<'m, P> {
         let mut roots = Vec::with_capacity(model.count);
         for (i, &arena) in arenas.iter().enumerate() {
             // A constructor's draws are a function of the process index
-            // (identity::random), like a handler's of its state and event.
+            // (determinism::random), like a handler's of its state and event.
             if crate::determinism::random::enabled() {
                 crate::determinism::random::seed_for(0x696e_6974_0000 | i as u128);
             }

@@ -297,7 +297,7 @@ fn realtime_deadline(after: Duration) -> libc::timespec {
         tv_nsec: 0,
     };
     // SAFETY: a valid out-pointer; outside user code this is the C
-    // library's clock (`identity::clock`).
+    // library's clock (`determinism::clock`).
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
     let nanos = now.tv_nsec as u64 + u64::from(after.subsec_nanos());
     libc::timespec {

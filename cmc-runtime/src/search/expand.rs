@@ -22,7 +22,7 @@ use crate::model::por::Footprint;
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn expand(&mut self, item: &Item) {
         // With the caches, the state is loaded only when an event has to
-        // run (see `cache`); the events of its processes come from the
+        // run (see `transition_cache`); the events of its processes come from the
         // guard cache if it knows them all.
         let keyed = self.prepare_keys(item);
         let known = if keyed { self.known_events() } else { None };
@@ -405,7 +405,7 @@ impl<P: Process> Search<'_, '_, P> {
     ) -> (Vec<(usize, usize)>, bool) {
         if let (Some(key), Some(Known { fact, sum, fp })) = (key, known) {
             // With the successor's contents at hand, a new successor is
-            // built from them (see `cache`): the visited set is asked once,
+            // built from them (see `transition_cache`): the visited set is asked once,
             // by adding it.
             let tables = self.cache.as_ref().and_then(|c| c.tables_now(key, &fact));
             let new = match tables {
@@ -688,7 +688,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// After a cached run from `pre` whose successor `succ` was new and
     /// captured: if the two differ only in the arenas the event could
     /// write, the cache entry `key` keeps the successor's tables of those
-    /// arenas (see `cache`).
+    /// arenas (see `transition_cache`).
     fn keep_successor(&mut self, pre: StateId, succ: StateId, event: Event, key: u128) {
         let Some(cache) = &mut self.cache else {
             return;
@@ -717,7 +717,7 @@ impl<P: Process> Search<'_, '_, P> {
         }
     }
 
-    /// Computes the key prefixes of `item`'s processes (see `cache`),
+    /// Computes the key prefixes of `item`'s processes (see `transition_cache`),
     /// when the caches may answer for its events: they are on, the state
     /// is isolated (its processes' code reads only their own arenas and
     /// the environment's) and its fingerprint sum is known.
@@ -797,7 +797,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// The transition cache's key of `event` from `item`, when the cache
     /// may answer for it: the state's arenas point only into themselves,
     /// so the event reads only its process's arena and the environment's
-    /// (see `cache`).
+    /// (see `transition_cache`).
     fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
         if self.keyed != Some(item.state) {
             return None;

@@ -65,7 +65,7 @@ pub(super) struct Search<'e, 'm, P: Process> {
     pub(super) sleep: Option<super::sleep::SleepSets>,
     /// The footprint of the last transition run.
     pub(super) last_print: crate::model::por::Footprint,
-    /// The transition cache, when the search may use it (see `cache`).
+    /// The transition cache, when the search may use it (see `transition_cache`).
     pub(super) cache: Option<super::transition_cache::TransitionCache>,
     /// The guard cache, with the transition cache when there are at most
     /// 64 handlers (see `super::transition_cache::GuardCache`).

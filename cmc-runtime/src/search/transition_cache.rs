@@ -9,7 +9,7 @@
 //! it can follow stays inside the arenas it started from). What it does is
 //! a function of those two arenas' bytes, the event, the choice script and
 //! the random-seed variant — as long as it draws no randomness (whose seed
-//! comes from the whole state, `identity::random`), so a run that drew is
+//! comes from the whole state, `determinism::random`), so a run that drew is
 //! never cached. The bytes of an arena are named by a hash of its table's
 //! sum (the 128-bit sum of its page hashes, a content hash like the
 //! fingerprint itself) and its index, kept with the table

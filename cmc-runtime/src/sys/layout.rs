@@ -146,7 +146,7 @@ fn exe_symbols(bias: u64) -> Vec<(u64, u64, u64)> {
 }
 
 /// The calling thread's stack as `(low, length)`: how deep the stack
-/// scrub before user code may go (`ctx::user_code`).
+/// scrub before user code may go (`model::ctx::user_code`).
 ///
 /// Found once per thread, like [`exe_tls_block`], before any fork.
 pub(crate) fn thread_stack() -> (u64, u64) {
@@ -187,7 +187,7 @@ fn find_thread_stack() -> (u64, u64) {
 /// where std's and rand's thread-locals live.
 /// Found once per thread: `dl_iterate_phdr` takes the dynamic loader's
 /// lock, which a forked child must never wait for (see
-/// `isolate::run_in_child`).
+/// `engine::isolate::run_in_child`).
 pub(crate) fn exe_tls_block() -> Option<(usize, usize)> {
     thread_local! {
         static BLOCK: std::cell::Cell<Option<Option<(usize, usize)>>> =

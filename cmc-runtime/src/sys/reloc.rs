@@ -61,7 +61,7 @@ pub(crate) struct Relocation {
     /// `[low, low + span)` covers every arena: a quick rejection test.
     low: u64,
     span: u64,
-    /// The same for the loaded modules (see `identity::layout`), whose
+    /// The same for the loaded modules (see `sys::layout`), whose
     /// pointers hash as (module, offset).
     module_low: u64,
     module_span: u64,

@@ -67,7 +67,7 @@ pub(crate) fn set_in_user_code(on: bool) {
 /// Runs `f` as if it were user code (what it draws from clocks and random
 /// sources is then interposed), for the runtime's own probes of that
 /// interposition; `None` if it panicked. Not for running handlers: the
-/// model layer's `ctx::user_code` does that, with panic capture and stack
+/// model layer's `model::ctx::user_code` does that, with panic capture and stack
 /// scrubbing.
 pub(crate) fn as_user_code<R>(f: impl FnOnce() -> R) -> Option<R> {
     struct Reset(bool);

@@ -1,6 +1,6 @@
 //! The executable's own symbol table (`.symtab`, read from
 //! `/proc/self/exe`): names for the globals cmc reports, and the addresses
-//! of the few library internals it controls (see `identity::random`).
+//! of the few library internals it controls (see `determinism::random`).
 
 use std::ffi::CStr;
 

@@ -34,7 +34,7 @@ pub(crate) enum Shape {
     /// enums).
     Plain,
     /// A `usize` or `isize`: hashed as a word that may point into the
-    /// program image (see `identity::layout`).
+    /// program image (see `sys::layout`).
     Word,
     /// A union (`MaybeUninit` outside the containers cmc knows): its bytes,
     /// as the best available guess.
