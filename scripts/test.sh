@@ -1,11 +1,33 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs what the tests need
-# (headless Chromium for the HTML report test), then runs every test in
+# The test suite, from a fresh machine: installs what the tests need
+# (headless Chromium for the HTML report test), then runs the tests in
 # release mode (model checking is slow in debug builds).
+#
+#   bash scripts/test.sh              every test but the long ones, and one
+#                                     seeded bug of each example
+#   bash scripts/test.sh --full       everything: the above, then the rest
+#   bash scripts/test.sh --full-only  only what --full adds (CI runs the
+#                                     default and then this: nothing twice)
+#
+# What --full adds: the long tests of the workspace (each `#[ignore]`d with
+# its reason, run here with `--ignored`), the other seeded bugs of the AODV
+# example, the roles test with the tutorial's seeded bug, and the raft
+# example (its own workspace: the raft crate's first build, and each seeded
+# bug a build of its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null && [ -z "${CMC_SKIP_BROWSER_TESTS:-}" ]; then
+mode=${1:-default}
+case $mode in
+  default | --full | --full-only) ;;
+  *)
+    echo "usage: bash scripts/test.sh [--full | --full-only]" >&2
+    exit 2
+    ;;
+esac
+
+if [ "$mode" != --full-only ] && ! command -v chromium >/dev/null \
+  && [ -z "${CMC_SKIP_BROWSER_TESTS:-}" ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
@@ -19,47 +41,77 @@ step() {
   echo "test.sh: $((SECONDS - t)) s: $*" >&2
 }
 
-step cargo test --workspace --release
+# A seeded bug is a build of its package with the bug's feature. Cargo
+# resolves the dependencies' features for the packages it is given, and
+# cargo-cmc's dependencies enable some that the examples' do not: naming
+# cargo-cmc too (it has no test of these names) keeps the dependencies, and
+# so the runtime, as the workspace's build made them instead of building
+# them again.
+seeded() {
+  step cargo test --release -p cargo-cmc "$@"
+}
 
-# Every seeded bug of the AODV example, each with its feature: cmc must find
-# it (the property and the shortest trace's length are asserted), and the
-# scripted RERR race must close its loop exactly under its own feature.
-for bug in rerr-seqno hopcount-compare reboot-null-route invalid-route-reply \
-           hopcount-overflow gratuitous-self-route linkbreak-no-increment; do
-  step cargo test --release -p aodv --test check --test rerr_race --features "bug-$bug"
-done
+# The raft example is a workspace of its own (tikv's raft crate from
+# crates.io, unmodified, under a small key-value store), built in the same
+# target directory: what it shares with the workspace is built once.
+raft=(--release --manifest-path examples/raft/Cargo.toml
+      --target-dir "${CARGO_TARGET_DIR:-target}")
 
-# The deepest seeded bug, which breadth-first search does not reach in
-# aodv_4_nodes (random walks do): its scripted sequence and a recorded
-# walk trace, replayed.
-step cargo test --release -p aodv --test check --test reverse_route_revive \
-  --features bug-reverse-route-revive
+default_part() {
+  step cargo test --workspace --release
 
-# The membership example's seeded bug (ordinary std collections, a
-# Debug-only message type): found, and its trace replays.
-step cargo test --release -p membership --features bug-refute-without-adopting
+  # One seeded bug of each example, in one build: cmc must find it (the
+  # property and the shortest trace's length are asserted) and its trace
+  # replays. AODV's stale RERR, whose scripted race must also close its
+  # loop; the membership example's (ordinary std collections, a Debug-only
+  # message type); the tutorial's roles model, with the trace the book
+  # shows; the two-phase commit's; and the third-party-style library's,
+  # checked from its check crate, found in the shortest trace a plain
+  # search finds.
+  seeded -p aodv -p membership -p tutorial -p two-phase-commit -p stopwait-cmc \
+    --features aodv/bug-rerr-seqno,membership/bug-refute-without-adopting \
+    --features tutorial/bug-regrant,two-phase-commit/bug-commit-without-all-prepared \
+    --features stopwait-cmc/bug-stale-ack \
+    --test check --test rerr_race --test book
 
-# The tutorial's roles model with its seeded bug: found, with the trace
-# the book shows, against the reference.
-step cargo test --release -p tutorial --features bug-regrant
-step cargo test --release -p cmc-tests --test roles --features tutorial/bug-regrant
+  # And the raft example's first: a vote sent before it is persisted.
+  step cargo test "${raft[@]}" --test check --features bug-send-before-persist
+}
 
-# The second flagship: tikv's raft crate (from crates.io, unmodified) under
-# a small key-value store. Its own workspace and target directory; the
-# election model in full, a command committed, and each seeded bug found
-# with its shortest trace, which replays.
-step cargo test --release --manifest-path examples/raft/Cargo.toml
-for bug in send-before-persist restart-without-hardstate apply-uncommitted \
-           hardstate-with-entries-only; do
-  step cargo test --release --manifest-path examples/raft/Cargo.toml --test check \
-    --features "bug-$bug"
-done
+full_part() {
+  # The long tests of the workspace, built by the default part.
+  step cargo test --workspace --release --tests -- --ignored
 
-# The two-phase commit example's seeded bug.
-step cargo test --release -p two-phase-commit --features bug-commit-without-all-prepared
+  # The other seeded bugs of the AODV example, each with its feature, and
+  # the scripted RERR race, which must close its loop exactly under its own
+  # feature.
+  for bug in hopcount-compare reboot-null-route invalid-route-reply \
+             hopcount-overflow gratuitous-self-route linkbreak-no-increment; do
+    seeded -p aodv --test check --test rerr_race --features "aodv/bug-$bug"
+  done
 
-# The third-party-style library checked from its check crate: with the
-# seeded bug, cmc finds it in the shortest trace a plain search finds.
-step cargo test --release -p stopwait-cmc --features bug-stale-ack
+  # The deepest seeded bug, which breadth-first search does not reach in
+  # aodv_4_nodes (random walks do): its scripted sequence and a recorded
+  # walk trace, replayed.
+  seeded -p aodv --test check --test reverse_route_revive \
+    --features aodv/bug-reverse-route-revive
+
+  # The roles model of the tutorial with its seeded bug, against the
+  # reference.
+  seeded -p cmc-tests --test roles --features tutorial/bug-regrant
+
+  # The second flagship: the election model in full, a command committed,
+  # and each other seeded bug found with its shortest trace, which replays.
+  step cargo test "${raft[@]}"
+  for bug in restart-without-hardstate apply-uncommitted hardstate-with-entries-only; do
+    step cargo test "${raft[@]}" --test check --features "bug-$bug"
+  done
+}
+
+case $mode in
+  default) default_part ;;
+  --full) default_part && full_part ;;
+  --full-only) full_part ;;
+esac
 
 echo "test.sh: $SECONDS s in all" >&2

@@ -574,6 +574,7 @@ fn copy_of_violating() -> PathBuf {
 }
 
 #[test]
+#[ignore = "a debug build of the runtime for the emitted test, three times (bash scripts/test.sh --full runs it)"]
 fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
     let dir = copy_of_violating();
     let out = run(
@@ -889,6 +890,7 @@ fn the_html_report_renders_in_headless_chromium() {
 }
 
 #[test]
+#[ignore = "a build for each of four feature sets (bash scripts/test.sh --full runs it)"]
 fn features_and_manifest_path_work_like_cargo() {
     let elsewhere = tempdir("elsewhere");
     let manifest = fixture("passing").join("Cargo.toml");
@@ -1064,6 +1066,7 @@ fn replay_commands(stdout: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "a build with two seeded bugs, and one for each replay (bash scripts/test.sh --full runs it)"]
 fn each_violation_replays_and_each_verdict_is_distinct() {
     // The ledger's server builds a std HashMap in its handler. With two
     // seeded bugs and --keep-going, the check finds two violations (a
@@ -1193,6 +1196,7 @@ fn each_violation_replays_and_each_verdict_is_distinct() {
 }
 
 #[test]
+#[ignore = "two seeded bugs, each a build, and a release build of the emitted test (bash scripts/test.sh --full runs it)"]
 fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
     let dir = copy_of("ledger", "ledger-crash");
     // A segfault in a handler: its printed replay command reproduces it.
@@ -1618,6 +1622,7 @@ fn init_makes_a_check_crate_that_passes_out_of_the_box() {
 /// the check crate alone reaches the check crate, and a feature nobody
 /// declares is an error that names the packages.
 #[test]
+#[ignore = "a build for each feature (bash scripts/test.sh --full runs it)"]
 fn features_reach_the_package_that_declares_them() {
     let dir = tempdir("init-features");
     std::fs::create_dir_all(dir.join("src")).unwrap();

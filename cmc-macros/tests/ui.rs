@@ -2,6 +2,7 @@
 //! programs that must compile and run.
 
 #[test]
+#[ignore = "compiles every case against a build of its own of the runtime (bash scripts/test.sh --full runs it)"]
 fn ui() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");

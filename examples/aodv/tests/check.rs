@@ -82,18 +82,21 @@ mod clean {
     }
 
     #[test]
+    #[ignore = "a long search (bash scripts/test.sh --full runs it)"]
     fn three_nodes_have_no_violation_to_depth_9() {
         let r = run(aodv::model::SMALL, 9);
         assert_eq!(r.verdict, Verdict::Bounded);
     }
 
     #[test]
+    #[ignore = "a long search (bash scripts/test.sh --full runs it)"]
     fn the_ring_has_no_violation_to_depth_6() {
         let r = run(aodv::model::RING, 6);
         assert_eq!(r.verdict, Verdict::Bounded);
     }
 
     #[test]
+    #[ignore = "a long search (bash scripts/test.sh --full runs it)"]
     fn the_rerr_race_environment_has_no_violation_to_depth_13() {
         let r = run(aodv::model::RERR_RACE, 13);
         assert_eq!(r.verdict, Verdict::Bounded);
