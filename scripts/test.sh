@@ -109,7 +109,10 @@ full_part() {
 
 case $mode in
   default) default_part ;;
-  --full) default_part && full_part ;;
+  --full)
+    default_part
+    full_part
+    ;;
   --full-only) full_part ;;
 esac
 
