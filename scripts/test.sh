@@ -4,7 +4,8 @@
 # release mode (model checking is slow in debug builds).
 #
 #   bash scripts/test.sh              every test but the long ones, and one
-#                                     seeded bug of each example
+#                                     seeded bug of each of the workspace's
+#                                     examples
 #   bash scripts/test.sh --full       everything: the above, then the rest
 #   bash scripts/test.sh --full-only  only what --full adds (CI runs the
 #                                     default and then this: nothing twice)
@@ -12,8 +13,8 @@
 # What --full adds: the long tests of the workspace (each `#[ignore]`d with
 # its reason, run here with `--ignored`), the other seeded bugs of the AODV
 # example, the roles test with the tutorial's seeded bug, and the raft
-# example (its own workspace: the raft crate's first build, and each seeded
-# bug a build of its own).
+# example (its own workspace: the raft crate's and the runtime's builds,
+# and each seeded bug a build of its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,9 +74,6 @@ default_part() {
     --features tutorial/bug-regrant,two-phase-commit/bug-commit-without-all-prepared \
     --features stopwait-cmc/bug-stale-ack \
     --test check --test rerr_race --test book
-
-  # And the raft example's first: a vote sent before it is persisted.
-  step cargo test "${raft[@]}" --test check --features bug-send-before-persist
 }
 
 full_part() {
@@ -101,16 +99,20 @@ full_part() {
   seeded -p cmc-tests --test roles --features tutorial/bug-regrant
 
   # The second flagship: the election model in full, a command committed,
-  # and each other seeded bug found with its shortest trace, which replays.
+  # and each seeded bug found with its shortest trace, which replays.
   step cargo test "${raft[@]}"
-  for bug in restart-without-hardstate apply-uncommitted hardstate-with-entries-only; do
+  for bug in send-before-persist restart-without-hardstate apply-uncommitted \
+             hardstate-with-entries-only; do
     step cargo test "${raft[@]}" --test check --features "bug-$bug"
   done
 }
 
 case $mode in
   default) default_part ;;
-  --full) default_part && full_part ;;
+  --full)
+    default_part
+    full_part
+    ;;
   --full-only) full_part ;;
 esac
 
