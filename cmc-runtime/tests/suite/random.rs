@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use cmc::{FingerprintMode, Handler, Model, Process, ReplayOutcome, Verdict};
 use rand::Rng;
 
-#[global_allocator]
-static A: cmc::Allocator = cmc::Allocator;
 
 /// The timeouts the invariant has seen, as a bit set (bit `t`).
 static SEEN: AtomicU8 = AtomicU8::new(0);

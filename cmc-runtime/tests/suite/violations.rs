@@ -9,8 +9,6 @@ use cmc::{
     ReplayOutcome, Strategy, Verdict, View, ViolationKind,
 };
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// A process whose single handler misbehaves, chosen per test.
 #[derive(Debug)]

@@ -6,8 +6,6 @@ use std::cell::Cell;
 
 use cmc::{Ctx, Handler, Model, Process, ViolationKind, ViolationRecord};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// A process whose second step panics.
 #[derive(Debug)]

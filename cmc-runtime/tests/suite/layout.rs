@@ -10,8 +10,6 @@ use std::process::Command;
 
 use cmc::{FingerprintMode, Handler, Model, Process, Verdict};
 
-#[global_allocator]
-static A: cmc::Allocator = cmc::Allocator;
 
 trait Codec {
     fn name(&self) -> &'static str;

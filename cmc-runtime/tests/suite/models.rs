@@ -9,8 +9,6 @@ use cmc::{
     ViolationKind,
 };
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// Breadth-first search over plain values: the independent reference the
 /// engine's counts are compared with.

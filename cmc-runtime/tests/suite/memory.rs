@@ -8,8 +8,6 @@ use cmc::{ArenaConfig, Tracking};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 fn memory(tracking: Tracking, reserve: usize) -> (Memory, ArenaId) {
     let mut mem = Memory::new(MemoryConfig::default());

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use cmc::{Handler, Invariant, Model, Process, ReplayOutcome, Verdict, View, ViolationKind};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {

@@ -7,7 +7,7 @@
 //! models: see the book's search chapter for what sleep sets can and
 //! cannot save).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -16,8 +16,6 @@ use cmc::{Check, Ctx, Handler, Model, NetworkConfig, Process, ReplayOutcome, Str
 use common::auto::{auto, reachable, Auto, M};
 use common::probe::{auto_probe, probe, run, Found};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// The generated model of the other search tests, with two invariants
 /// that fail in some models and a probe.

@@ -6,8 +6,6 @@
 
 use cmc::{Ctx, Handler, Model, NetworkConfig, Process, ReplayOutcome, Strategy, Verdict};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 #[derive(Debug, Hash)]
 struct Peer {

@@ -7,7 +7,7 @@
 //! and write a shared counter, set timers, grow a `Vec` on the heap, and
 //! draw from `thread_rng()` (whose runs are never cached).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
@@ -16,8 +16,6 @@ use common::auto::{auto, reachable, M};
 use common::probe::{auto_probe, probe, run, Found};
 use rand::Rng;
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// Runs `model` with and without the cache; they must agree on
 /// everything but how many transitions the cache answered. Returns the

@@ -4,8 +4,6 @@
 use cmc::registry::{models, RunOptions};
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, Strategy, Verdict, ViolationKind, World};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 #[derive(Debug)]
 struct Tally {

@@ -4,15 +4,13 @@
 //! breadth-first search, and a crash in one worker reported with a trace
 //! that replays.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, Strategy, Verdict};
 use common::auto::{auto, reachable, Auto, M, S};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// The model, with an invariant that fails when every process is in its
 /// last state and one that fails when the first two are in state 1 and 2.

@@ -12,8 +12,6 @@ use cmc::ArenaConfig;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// Two arenas built by two histories, fingerprinted with one table.
 struct Pair {

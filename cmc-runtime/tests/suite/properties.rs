@@ -2,7 +2,7 @@
 //! references on generated models, and weak fairness on a model made for
 //! it.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -12,8 +12,6 @@ use cmc::{
 };
 use common::auto::{auto_fair, reachable, rules, successors, Auto, Label, M, S};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// What the `sometimes` test asks: both first processes in their last
 /// state.

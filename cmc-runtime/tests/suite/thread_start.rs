@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use cmc::{Ctx, Handler, Model, Verdict, ViolationKind};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// The tests share `RELEASE` and `DONE`: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

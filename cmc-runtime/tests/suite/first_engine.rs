@@ -6,8 +6,6 @@
 
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, View};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// Two bytes and a vector: six bytes of padding.
 struct Padded {

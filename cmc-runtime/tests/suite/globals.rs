@@ -15,8 +15,6 @@ use std::sync::{Arc, LazyLock, OnceLock};
 
 use cmc::{CheckError, Handler, Model, Process, Verdict};
 
-#[global_allocator]
-static A: cmc::Allocator = cmc::Allocator;
 
 static NAMES: OnceLock<HashMap<u32, String>> = OnceLock::new();
 static GREETING: LazyLock<Vec<String>> =

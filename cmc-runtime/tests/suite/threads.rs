@@ -8,8 +8,6 @@ use std::thread;
 
 use cmc::{CheckResult, Ctx, Handler, Model, ReplayOutcome, Verdict, View, ViolationKind, World};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// How a handler computes its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,6 @@ use cmc::{in_any_arena, ArenaConfig};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 fn two_arenas() -> (Memory, ArenaId, ArenaId) {
     let mut mem = Memory::new(MemoryConfig::default());

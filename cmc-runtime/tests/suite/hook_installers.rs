@@ -11,8 +11,6 @@
 
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, ViolationKind};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 /// What user code does to the panic hook: installs its own, a closure that
 /// owns heap memory (installed by a handler, the hook lives in the

@@ -7,8 +7,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cmc::{Handler, Model, Process, ReplayOutcome, Verdict};
 
-#[global_allocator]
-static A: cmc::Allocator = cmc::Allocator;
 
 #[derive(Debug)]
 struct Stamper {

@@ -7,8 +7,6 @@ use std::process::Command;
 use cmc::memory::{Memory, MemoryConfig};
 use cmc::ArenaConfig;
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 const CHILD: &str = "CMC_REPRODUCIBLE_CHILD";
 

@@ -6,14 +6,12 @@
 //! generated models, with and without the transition cache and
 //! partial-order reduction.
 
-mod common;
+use crate::common;
 
 use cmc::{Model, Strategy, Verdict};
 use common::auto::{auto, reachable, Auto};
 use common::probe::{auto_probe, run};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 fn bounded(seed: u64, n: usize, strategy: Strategy, depth: usize) -> Model<Auto> {
     auto(seed, n)

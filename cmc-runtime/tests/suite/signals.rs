@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use cmc::memory::{Memory, MemoryConfig};
 use cmc::{ArenaConfig, Tracking};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
 
 const CHILD: &str = "CMC_SIGNAL_CHILD";
 
