@@ -1,4 +1,4 @@
-//! The engine's test models (cmc-runtime/tests/models.rs) written twice,
+//! The engine's test models (cmc-runtime/tests/suite/models.rs) written twice,
 //! with the attribute macros and with hand-made handler tables: both must
 //! explore the same states through the same transitions and produce the
 //! same traces, since the macros generate the same tables (handler names
@@ -197,7 +197,7 @@ mod by_macro {
     }
 }
 
-/// The same models with hand-made tables, as in cmc-runtime/tests/models.rs.
+/// The same models with hand-made tables, as in cmc-runtime/tests/suite/models.rs.
 mod by_hand {
     use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! `#[cmc::model]` and `#[cmc::invariant]` register what
-//! cmc-runtime/tests/registry.rs registers by hand, with the same results;
+//! cmc-runtime/tests/suite/registry.rs registers by hand, with the same results;
 //! per-process and global invariants of both return forms report their
 //! messages. The crate denies `unused_qualifications` with the runtime's
 //! names imported, so generated paths must not trip it.

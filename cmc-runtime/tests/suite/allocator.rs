@@ -6,7 +6,6 @@ use cmc::{in_any_arena, ArenaConfig};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-
 fn two_arenas() -> (Memory, ArenaId, ArenaId) {
     let mut mem = Memory::new(MemoryConfig::default());
     let a = mem

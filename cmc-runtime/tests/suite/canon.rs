@@ -12,7 +12,6 @@ use cmc::ArenaConfig;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-
 /// Two arenas built by two histories, fingerprinted with one table.
 struct Pair {
     mem: Memory,

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cmc::{Handler, Model, Process, ReplayOutcome, Verdict};
 
-
 #[derive(Debug)]
 struct Stamper {
     started: Option<Instant>,

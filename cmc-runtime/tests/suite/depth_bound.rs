@@ -12,7 +12,6 @@ use cmc::{Model, Strategy, Verdict};
 use common::auto::{auto, reachable, Auto};
 use common::probe::{auto_probe, run};
 
-
 fn bounded(seed: u64, n: usize, strategy: Strategy, depth: usize) -> Model<Auto> {
     auto(seed, n)
         .strategy(strategy)

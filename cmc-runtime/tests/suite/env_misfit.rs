@@ -6,7 +6,6 @@
 
 use cmc::{Ctx, Handler, Model, NetworkConfig, Process, ReplayOutcome, Strategy, Verdict};
 
-
 #[derive(Debug, Hash)]
 struct Peer {
     sent: bool,

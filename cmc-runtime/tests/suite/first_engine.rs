@@ -6,7 +6,6 @@
 
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, View};
 
-
 /// Two bytes and a vector: six bytes of padding.
 struct Padded {
     steps: u8,

@@ -15,7 +15,6 @@ use std::sync::{Arc, LazyLock, OnceLock};
 
 use cmc::{CheckError, Handler, Model, Process, Verdict};
 
-
 static NAMES: OnceLock<HashMap<u32, String>> = OnceLock::new();
 static GREETING: LazyLock<Vec<String>> =
     LazyLock::new(|| vec!["hello".to_string(), "world".repeat(20)]);

@@ -10,7 +10,6 @@ use std::process::Command;
 
 use cmc::{FingerprintMode, Handler, Model, Process, Verdict};
 
-
 trait Codec {
     fn name(&self) -> &'static str;
 }
@@ -130,7 +129,10 @@ fn fingerprints_are_the_same_in_another_process() {
         let out = Command::new(&exe)
             .args([
                 "--exact",
-                "fingerprints_are_the_same_in_another_process",
+                crate::exact(concat!(
+                    module_path!(),
+                    "::fingerprints_are_the_same_in_another_process"
+                )),
                 "--nocapture",
             ])
             .env("CMC_LAYOUT_CHILD", "1")

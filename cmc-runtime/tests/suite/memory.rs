@@ -8,7 +8,6 @@ use cmc::{ArenaConfig, Tracking};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-
 fn memory(tracking: Tracking, reserve: usize) -> (Memory, ArenaId) {
     let mut mem = Memory::new(MemoryConfig::default());
     let a = mem

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use cmc::{Handler, Invariant, Model, Process, ReplayOutcome, Verdict, View, ViolationKind};
 
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     /// The handler loops forever at its second step.

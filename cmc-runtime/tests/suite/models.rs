@@ -9,7 +9,6 @@ use cmc::{
     ViolationKind,
 };
 
-
 /// Breadth-first search over plain values: the independent reference the
 /// engine's counts are compared with.
 fn reference_count<S: Clone + Eq + Hash>(initial: S, successors: impl Fn(&S) -> Vec<S>) -> usize {

@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, Strategy, Verdict};
 use common::auto::{auto, reachable, Auto, M, S};
 
-
 /// The model, with an invariant that fails when every process is in its
 /// last state and one that fails when the first two are in state 1 and 2.
 fn model(seed: u64, n: usize) -> Model<Auto> {

@@ -16,7 +16,6 @@ use cmc::{Check, Ctx, Handler, Model, NetworkConfig, Process, ReplayOutcome, Str
 use common::auto::{auto, reachable, Auto, M};
 use common::probe::{auto_probe, probe, run, Found};
 
-
 /// The generated model of the other search tests, with two invariants
 /// that fail in some models and a probe.
 fn auto_model(seed: u64, n: usize) -> Model<Auto> {

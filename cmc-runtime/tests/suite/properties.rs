@@ -12,7 +12,6 @@ use cmc::{
 };
 use common::auto::{auto_fair, reachable, rules, successors, Auto, Label, M, S};
 
-
 /// What the `sometimes` test asks: both first processes in their last
 /// state.
 fn both_last(s: &S) -> bool {

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use cmc::{FingerprintMode, Handler, Model, Process, ReplayOutcome, Verdict};
 use rand::Rng;
 
-
 /// The timeouts the invariant has seen, as a bit set (bit `t`).
 static SEEN: AtomicU8 = AtomicU8::new(0);
 
@@ -117,7 +116,10 @@ fn draws_are_a_function_of_state_and_event() {
         let out = Command::new(&exe)
             .args([
                 "--exact",
-                "draws_are_a_function_of_state_and_event",
+                crate::exact(concat!(
+                    module_path!(),
+                    "::draws_are_a_function_of_state_and_event"
+                )),
                 "--nocapture",
             ])
             .env("CMC_RANDOM_CHILD", "1")
@@ -293,7 +295,10 @@ fn os_entropy_is_a_function_of_state_and_event() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "os_entropy_is_a_function_of_state_and_event",
+            crate::exact(concat!(
+                module_path!(),
+                "::os_entropy_is_a_function_of_state_and_event"
+            )),
             "--nocapture",
         ])
         .env("CMC_RANDOM_CHILD", "1")

@@ -4,7 +4,6 @@
 use cmc::registry::{models, RunOptions};
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, Strategy, Verdict, ViolationKind, World};
 
-
 #[derive(Debug)]
 struct Tally {
     n: u8,
@@ -70,13 +69,13 @@ fn registered_models_are_found_by_path_and_checked_with_overrides() {
     let all = models();
     let entry = all
         .iter()
-        .find(|m| m.path == "registry::tallies")
+        .find(|m| m.path == "suite::registry::tallies")
         .expect("the model is registered");
-    assert!(entry.file.ends_with("tests/registry.rs"));
+    assert!(entry.file.ends_with("tests/suite/registry.rs"));
     let mut bfs = RunOptions::default();
     bfs.strategy = Some(Strategy::Bfs);
     let r = entry.check(&bfs).unwrap();
-    assert_eq!(r.model, "registry::tallies");
+    assert_eq!(r.model, "suite::registry::tallies");
     assert_eq!(
         r.verdict,
         Verdict::Violation,

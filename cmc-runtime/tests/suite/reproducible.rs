@@ -7,7 +7,6 @@ use std::process::Command;
 use cmc::memory::{Memory, MemoryConfig};
 use cmc::ArenaConfig;
 
-
 const CHILD: &str = "CMC_REPRODUCIBLE_CHILD";
 
 /// Builds pointer-rich states in two arenas, runs a few transitions, and
@@ -56,7 +55,13 @@ fn child() {
 
 fn run_child() -> String {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
+        .args([
+            "--exact",
+            crate::exact(concat!(module_path!(), "::child")),
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
         .env(CHILD, "1")
         .output()
         .unwrap();

@@ -11,13 +11,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use cmc::memory::{Memory, MemoryConfig};
 use cmc::{ArenaConfig, Tracking};
 
-
 const CHILD: &str = "CMC_SIGNAL_CHILD";
 
 /// Runs `scenario` in a child process and returns its output.
 fn run_child(scenario: &str) -> Output {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            crate::exact(concat!(module_path!(), "::child")),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, scenario)
         .output()
         .unwrap()

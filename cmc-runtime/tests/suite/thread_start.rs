@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use cmc::{Ctx, Handler, Model, Verdict, ViolationKind};
 
-
 /// The tests share `RELEASE` and `DONE`: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -8,7 +8,6 @@ use std::thread;
 
 use cmc::{CheckResult, Ctx, Handler, Model, ReplayOutcome, Verdict, View, ViolationKind, World};
 
-
 /// How a handler computes its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum How {

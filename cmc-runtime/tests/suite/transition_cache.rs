@@ -16,7 +16,6 @@ use common::auto::{auto, reachable, M};
 use common::probe::{auto_probe, probe, run, Found};
 use rand::Rng;
 
-
 /// Runs `model` with and without the cache; they must agree on
 /// everything but how many transitions the cache answered. Returns the
 /// cached search's result.

@@ -2,10 +2,12 @@
 //! own: the panic hook belongs to the whole test binary, and replacing it
 //! would disturb the tests running on other threads.
 
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
+
 use std::cell::Cell;
 
 use cmc::{Ctx, Handler, Model, Process, ViolationKind, ViolationRecord};
-
 
 /// A process whose second step panics.
 #[derive(Debug)]

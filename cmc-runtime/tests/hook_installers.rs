@@ -4,13 +4,16 @@
 //! reported with message and location, the search never crashes, and the
 //! traces replay.
 //!
-//! In a file of its own, and every check isolated: a thread of this test
-//! binary that panicked while another forked would leave std's hook lock
-//! held in the child, where the user's `take_hook` would wait forever (the
-//! `cargo cmc` harness forks from a single thread and has no such hazard).
+//! In a file of its own, every check isolated and one at a time: a thread
+//! of this test binary that panicked while another forked would leave
+//! std's hook lock held in the child, where the user's `take_hook` would
+//! wait forever (the `cargo cmc` harness forks from a single thread and has
+//! no such hazard).
+
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
 
 use cmc::{Ctx, Handler, Model, Process, ReplayOutcome, ViolationKind};
-
 
 /// What user code does to the panic hook: installs its own, a closure that
 /// owns heap memory (installed by a handler, the hook lives in the
@@ -90,6 +93,11 @@ impl Process for Hooked {
 /// search goes on after each panic (keep-going), never crashes, and reports
 /// the panics with their message; returns their locations, each once.
 fn hooked(install: Install) -> Vec<String> {
+    // One check at a time: a check's fork while another test's thread
+    // holds std's hook lock (a panic being reported) would leave the lock
+    // held in the child, where the user's `take_hook` waits forever.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let m = Model::new(format!("hooked_{install:?}"), 3, move |_| {
         if install == Install::Constructor {
             install_own_hook(install);
