@@ -10,6 +10,11 @@
 #   bash scripts/test.sh --full-only  only what --full adds (CI runs the
 #                                     default and then this: nothing twice)
 #
+# The tests run under cargo-nextest when it is installed (it is on the
+# reference machine): every test in a process of its own, the two cores
+# kept busy across test binaries, where `cargo test` runs one binary at a
+# time. Without it, `cargo test` runs them (a few minutes longer).
+#
 # What --full adds: the long tests of the workspace (each `#[ignore]`d with
 # its reason, run here with `--ignored`), the other seeded bugs of the AODV
 # example, the roles test with the tutorial's seeded bug, and the raft
@@ -27,13 +32,47 @@ case $mode in
     ;;
 esac
 
+# Headless Chromium for the HTML report tests, installed in the background
+# while the tests build; the tests wait for it (`browser`).
+browser_log=$(mktemp)
+browser_pid=
 if [ "$mode" != --full-only ] && ! command -v chromium >/dev/null \
   && [ -z "${CMC_SKIP_BROWSER_TESTS:-}" ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq chromium >/dev/null
+  { $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium; } \
+    >"$browser_log" 2>&1 &
+  browser_pid=$!
 fi
+browser() {
+  if [ -n "$browser_pid" ]; then
+    wait "$browser_pid" || { cat "$browser_log" >&2; echo "test.sh: installing chromium failed" >&2; exit 1; }
+    browser_pid=
+  fi
+}
+
+if cargo nextest --version >/dev/null 2>&1; then
+  nextest=1
+else
+  nextest=
+  echo "test.sh: cargo-nextest is not installed; running the tests with cargo test" >&2
+fi
+
+# Runs the tests cargo selects with "$@"; `--ignored` runs only the
+# ignored ones.
+run_tests() {
+  local ignored=
+  if [ "${1:-}" = --ignored ]; then
+    ignored=1
+    shift
+  fi
+  if [ -n "$nextest" ]; then
+    step cargo nextest run --release --no-fail-fast \
+      ${ignored:+--run-ignored only} "$@"
+  else
+    step cargo test --release "$@" ${ignored:+-- --ignored}
+  fi
+}
 
 # Each step's duration, for finding what makes the suite long.
 step() {
@@ -49,17 +88,22 @@ step() {
 # so the runtime, as the workspace's build made them instead of building
 # them again.
 seeded() {
-  step cargo test --release -p cargo-cmc "$@"
+  run_tests -p cargo-cmc "$@"
 }
 
 # The raft example is a workspace of its own (tikv's raft crate from
 # crates.io, unmodified, under a small key-value store), built in the same
 # target directory: what it shares with the workspace is built once.
-raft=(--release --manifest-path examples/raft/Cargo.toml
+raft=(--manifest-path examples/raft/Cargo.toml
       --target-dir "${CARGO_TARGET_DIR:-target}")
 
 default_part() {
-  step cargo test --workspace --release
+  # The build first (while Chromium installs), then the tests, then the
+  # examples in the documentation, which nextest does not run.
+  step cargo test --workspace --release --no-run
+  browser
+  run_tests --workspace
+  [ -z "$nextest" ] || step cargo test --workspace --release --doc
 
   # One seeded bug of each example, in one build: cmc must find it (the
   # property and the shortest trace's length are asserted) and its trace
@@ -78,7 +122,7 @@ default_part() {
 
 full_part() {
   # The long tests of the workspace, built by the default part.
-  step cargo test --workspace --release --tests -- --ignored
+  run_tests --ignored --workspace --tests
 
   # The other seeded bugs of the AODV example, each with its feature, and
   # the scripted RERR race, which must close its loop exactly under its own
@@ -100,10 +144,10 @@ full_part() {
 
   # The second flagship: the election model in full, a command committed,
   # and each seeded bug found with its shortest trace, which replays.
-  step cargo test "${raft[@]}"
+  run_tests "${raft[@]}"
   for bug in send-before-persist restart-without-hardstate apply-uncommitted \
              hardstate-with-entries-only; do
-    step cargo test "${raft[@]}" --test check --features "bug-$bug"
+    run_tests "${raft[@]}" --test check --features "bug-$bug"
   done
 }
 

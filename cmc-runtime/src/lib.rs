@@ -27,7 +27,7 @@
 #![warn(missing_docs)]
 
 // The layers, bottom first; a folder imports only from the folders above
-// it in this list (the test `tests/tests/layers.rs` enforces it, and the
+// it in this list (the test `tests/tests/suite/layers.rs` enforces it, and the
 // book's architecture chapter explains each).
 pub mod determinism;
 mod driver;

@@ -10,7 +10,7 @@
 //! The rest of the runtime calls the operating system only through these
 //! modules, except the interposers that replace a C function and forward
 //! to the real one (`determinism::clock`, `determinism::entropy`,
-//! `memory::threads`); `tests/tests/layers.rs` checks it.
+//! `memory::threads`); `tests/tests/suite/layers.rs` checks it.
 
 pub(crate) mod hash;
 pub(crate) mod layout;

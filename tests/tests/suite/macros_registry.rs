@@ -8,9 +8,6 @@
 use cmc::registry::{models, RunOptions};
 use cmc::{Check, Model, ReplayOutcome, Strategy, Verdict, ViolationKind, World};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
-
 #[derive(Debug)]
 struct Tally {
     n: u8,
@@ -49,14 +46,14 @@ fn registered_models_are_found_by_path_and_checked_with_overrides() {
     let all = models();
     let entry = all
         .iter()
-        .find(|m| m.path == "macros_registry::tallies")
+        .find(|m| m.path == "suite::macros_registry::tallies")
         .expect("the model is registered");
-    assert!(entry.file.ends_with("tests/macros_registry.rs"));
-    assert_eq!(entry.line, 31, "the line of #[cmc::model]");
+    assert!(entry.file.ends_with("tests/suite/macros_registry.rs"));
+    assert_eq!(entry.line, 28, "the line of #[cmc::model]");
     let mut bfs = RunOptions::default();
     bfs.strategy = Some(Strategy::Bfs);
     let r = entry.check(&bfs).unwrap();
-    assert_eq!(r.model, "macros_registry::tallies");
+    assert_eq!(r.model, "suite::macros_registry::tallies");
     assert_eq!(r.verdict, Verdict::Violation);
     let v = &r.violations[0];
     assert_eq!(

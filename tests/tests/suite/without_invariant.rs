@@ -4,9 +4,6 @@
 
 use cmc::{CheckError, Model, Verdict, World};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
-
 #[derive(Debug, Hash)]
 pub struct Tick {
     n: u8,

@@ -4,9 +4,6 @@
 
 use cmc::{Ctx, Model, ReplayOutcome, Strategy, Verdict, ViolationKind};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Msg {
     Hello(u8),

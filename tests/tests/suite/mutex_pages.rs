@@ -6,9 +6,6 @@ use cmc::memory::{FingerprintWidth, MemoryConfig};
 use cmc::{ArenaConfig, PageHasher, Tracking};
 use mutex_pages::{page_search, reference_search, Variant};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
-
 #[test]
 fn page_states_match_the_reference_in_every_configuration() {
     for variant in [Variant::Peterson, Variant::CheckThenSet] {

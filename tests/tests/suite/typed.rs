@@ -6,9 +6,6 @@
 
 use cmc::{FingerprintMode, Model, Process, Strategy, Verdict};
 
-#[global_allocator]
-static A: cmc::Allocator = cmc::Allocator;
-
 fn same_count<P: Process>(name: &str, model: impl Fn() -> Model<P>) {
     let reference = model().strategy(Strategy::Bfs).check().expect("runs");
     assert_eq!(reference.verdict, Verdict::Pass, "{name}");

@@ -7,9 +7,6 @@
 
 use cmc::{CheckResult, Model, NetworkConfig, Process, Strategy, Verdict, ViolationKind};
 
-#[global_allocator]
-static ALLOC: cmc::Allocator = cmc::Allocator;
-
 /// The models written with the macros.
 mod by_macro {
     use std::collections::BTreeMap;

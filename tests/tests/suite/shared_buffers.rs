@@ -18,9 +18,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use cmc::{Ctx, FingerprintMode, Model, NetworkConfig, ReplayOutcome, Strategy, Verdict, View};
 
-#[global_allocator]
-static A: cmc::Allocator = cmc::Allocator;
-
 /// What the protocol needs of a buffer.
 trait Blob: Clone + Debug + Hash + Eq + 'static {
     fn from_static(b: &'static [u8]) -> Self;
@@ -403,7 +400,11 @@ fn shared_buffers_count_by_content() {
     // buffers make some states non-isolated, others stay isolated).
     for verify in ["0", "1"] {
         let out = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "shared_buffers_count_by_content", "--nocapture"])
+            .args([
+                "--exact",
+                crate::exact(concat!(module_path!(), "::shared_buffers_count_by_content")),
+                "--nocapture",
+            ])
             .env("CMC_SHARED_CHILD", "1")
             .env("CMC_VERIFY_TOUCHED", verify)
             .output()
@@ -456,7 +457,10 @@ fn a_violation_through_shared_buffers_replays_in_a_fresh_process() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_violation_through_shared_buffers_replays_in_a_fresh_process",
+            crate::exact(concat!(
+                module_path!(),
+                "::a_violation_through_shared_buffers_replays_in_a_fresh_process"
+            )),
             "--nocapture",
         ])
         .env("CMC_SHARED_REPLAY", &dir)

@@ -9,7 +9,7 @@
 //! string literals. A path is resolved to the file of the longest module
 //! prefix it names. `mod` declarations are not imports.
 //!
-//! `CMC_LAYERS_PRINT=1 cargo test -p cmc-tests --test layers -- --nocapture`
+//! `CMC_LAYERS_PRINT=1 cargo test -p cmc-tests --test suite layers -- --nocapture`
 //! prints the graph.
 
 use std::collections::{BTreeMap, BTreeSet};
