@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The book checker must reject an inline Rust block, a missing include
-# anchor, a broken link and a missing chapter, and accept a clean book.
+# anchor, a broken link, a missing chapter and a command-line flag the
+# reference does not describe, and accept a clean book.
 set -euo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -18,4 +19,14 @@ printf '\n```rust\nfn inline() {}\n```\n' >> "$dir/src/one.md"; check_rejects "i
 sed -i 's/code.rs:a/code.rs:b/' "$dir/src/one.md"; check_rejects "missing anchor"; cp "$dir/one.bak" "$dir/src/one.md"
 sed -i 's/#part-two/#part-three/' "$dir/src/one.md"; check_rejects "broken anchor"; cp "$dir/one.bak" "$dir/src/one.md"
 printf -- '- [Two](two.md)\n' >> "$dir/src/SUMMARY.md"; check_rejects "missing chapter"
+# The reference chapter must describe every flag of `cargo cmc ... --help`:
+# the real chapter passes, and without its `--emit-test` row it is rejected.
+printf '# Summary\n\n- [Reference](reference.md)\n' > "$dir/src/SUMMARY.md"
+rm "$dir/src/one.md"
+sed 's/](\([^)]*\))/](reference.md)/g' "$here/../book/src/reference.md" > "$dir/src/reference.md"
+CMC_BOOK_WORKSPACE="$here/.." python3 "$here/check-book.py" "$dir/src" >/dev/null
+grep -v '^| `--emit-test' "$dir/src/reference.md" > "$dir/ref.md"; mv "$dir/ref.md" "$dir/src/reference.md"
+if CMC_BOOK_WORKSPACE="$here/.." python3 "$here/check-book.py" "$dir/src" 2>/dev/null; then
+  echo "not rejected: a flag missing from the reference"; exit 1
+fi
 echo "book checker self-test passed"

@@ -2,9 +2,11 @@
 """Checks the book: every fenced Rust block is only {{#include}} lines (so
 every snippet comes from a file the workspace compiles and tests), every
 include names an existing file and anchor, and every internal link and image
-resolves (with its #anchor, for links to chapters)."""
+resolves (with its #anchor, for links to chapters), and every flag that
+`cargo cmc <subcommand> --help` prints appears in the reference chapter (inside a `code span`)."""
 import pathlib
 import re
+import subprocess
 import sys
 
 SRC = pathlib.Path(__file__).resolve().parent.parent / "book" / "src"
@@ -57,8 +59,40 @@ for m in re.finditer(r"\]\(([^)]+\.md)\)", summary):
     if not (SRC / m.group(1)).exists():
         errors.append(f"SUMMARY.md: missing chapter {m.group(1)}")
 
+# Every flag of every subcommand, as `--help` prints it, in the reference
+# chapter (inside a code span: `--flag`, `-p, --package <SPEC>`). The command-line tool is run through
+# cargo (built if it is not yet), from the workspace the book belongs to.
+flags_checked = 0
+reference = SRC / "reference.md"
+import os
+WORKSPACE = pathlib.Path(os.environ.get("CMC_BOOK_WORKSPACE", SRC.parent.parent)).resolve()
+if reference.exists() and (WORKSPACE / "cargo-cmc").is_dir():
+    ref_text = reference.read_text()
+    def help_of(*args):
+        out = subprocess.run(
+            ["cargo", "run", "-q", "--release", "-p", "cargo-cmc", "--", "cmc", *args, "--help"],
+            cwd=WORKSPACE, capture_output=True, text=True)
+        if out.returncode != 0:
+            errors.append(f"cargo cmc {' '.join(args)} --help failed: {out.stderr.strip()}")
+            return ""
+        return out.stdout
+    top = help_of()
+    commands = re.findall(r"^  ([a-z][a-z-]*)\s", top.split("Commands:")[-1].split("Options:")[0], flags=re.M)
+    if not commands:
+        errors.append("cargo cmc --help lists no subcommand")
+    for cmd in commands:
+        if cmd == "help":
+            continue
+        for flag in re.findall(r"^\s+(?:-\w, )?(--[a-z0-9][a-z0-9-]*)", help_of(cmd), flags=re.M):
+            if flag in ("--help", "--version"):
+                continue
+            flags_checked += 1
+            if not re.search(r"`[^`\n]*" + re.escape(flag) + r"(?![\w-])", ref_text):
+                errors.append(f"reference.md: `cargo cmc {cmd} {flag}` is not described")
+
 for e in errors:
     print("book:", e, file=sys.stderr)
 if errors:
     sys.exit(1)
-print(f"book: {len(chapters)} chapters, every Rust snippet included, every link resolves")
+print(f"book: {len(chapters)} chapters, every Rust snippet included, every link resolves, "
+      f"{flags_checked} command-line flags described")

@@ -64,7 +64,9 @@ pub(crate) struct CheckArgs {
     /// of the memory available when the search starts.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_memory: Option<u64>,
-    /// Seed of the random strategy.
+    /// Seed of --strategy random (the order of each state's successors)
+    /// and --strategy walk (the walks); an error with a strategy that uses
+    /// none.
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
     /// Worker processes searching at once (default: one per core, unless
@@ -350,16 +352,15 @@ pub(crate) fn shell_quote(text: &str) -> String {
 }
 
 /// The command that replays `trace_file` (which records the features and
-/// packages it was checked with), ready to paste.
+/// packages it was checked with), ready to paste in any directory: the
+/// trace file and the manifest by absolute paths.
 pub(crate) fn replay_command(project: &Project, trace_file: &Path) -> String {
-    let mut cmd = format!(
-        "cargo cmc replay {}",
-        shell_quote(&trace_file.display().to_string())
-    );
-    if let Some(m) = &project.manifest_path {
-        cmd += &format!(" --manifest-path {}", shell_quote(&m.display().to_string()));
-    }
-    cmd
+    let trace_file = std::path::absolute(trace_file).unwrap_or_else(|_| trace_file.to_path_buf());
+    format!(
+        "cargo cmc replay {} --manifest-path {}",
+        shell_quote(&trace_file.display().to_string()),
+        shell_quote(&project.manifest.display().to_string())
+    )
 }
 
 /// Runs `cargo cmc check`: the exit code, or an error when the tool could

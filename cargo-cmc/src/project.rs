@@ -58,7 +58,10 @@ pub(crate) fn requested_features(args: &ProjectArgs) -> Vec<String> {
 pub(crate) struct Project {
     pub(crate) workspace_root: PathBuf,
     pub(crate) target_dir: PathBuf,
-    pub(crate) manifest_path: Option<PathBuf>,
+    /// The manifest cargo read, absolute (the one given, or the current
+    /// directory's package's, or the workspace's): printed commands name
+    /// it, so that they work from any directory.
+    pub(crate) manifest: PathBuf,
     pub(crate) packages: Vec<CmcPackage>,
     pub(crate) args: ProjectArgs,
 }
@@ -250,6 +253,28 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
         }
     }
     if packages.is_empty() {
+        // A member chosen by the current directory (or --manifest-path)
+        // that does not use cmc, in a workspace whose other members do.
+        let users: Vec<&str> = members
+            .iter()
+            .filter(|p| {
+                p.name.as_str() != RUNTIME
+                    && p.dependencies.iter().any(|d| {
+                        d.name == RUNTIME && d.kind == cargo_metadata::DependencyKind::Normal
+                    })
+            })
+            .map(|p| p.name.as_str())
+            .collect();
+        if let (Some(root), false, false) = (meta.root_package(), users.is_empty(), explicit) {
+            bail!(
+                "package `{}` does not depend on {RUNTIME}, so it has no models; in its workspace, {} {}: run cargo cmc at the workspace root ({}), or choose with -p {}",
+                root.name,
+                users.join(", "),
+                if users.len() == 1 { "does" } else { "do" },
+                meta.workspace_root,
+                users[0]
+            );
+        }
         bail!(
             "no package in {} depends on {RUNTIME}, and there is no check crate (cmc/Cargo.toml): `cargo cmc init` makes one, with a sample model",
             meta.workspace_root
@@ -284,10 +309,18 @@ pub(crate) fn discover(args: &ProjectArgs) -> Result<Project> {
             );
         }
     }
+    let manifest = match &args.manifest_path {
+        Some(path) => std::path::absolute(path)
+            .with_context(|| format!("cannot resolve {}", path.display()))?,
+        None => match meta.root_package() {
+            Some(root) => root.manifest_path.clone().into(),
+            None => meta.workspace_root.join("Cargo.toml").into(),
+        },
+    };
     Ok(Project {
         workspace_root: meta.workspace_root.clone().into(),
         target_dir: meta.target_directory.clone().into(),
-        manifest_path: args.manifest_path.clone(),
+        manifest,
         packages,
         args: args.clone(),
     })

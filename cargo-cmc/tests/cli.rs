@@ -203,6 +203,27 @@ fn a_violation_is_reported_with_trace_replay_command_and_report() {
         summaries[1]
     );
     assert_eq!(stdout.lines().last().unwrap(), summaries[1]);
+    // The check ran inside the project, without --manifest-path; its
+    // replay line, pasted into a shell in another directory, reproduces
+    // the violation.
+    let commands = replay_commands(&stdout);
+    assert_eq!(commands.len(), 1, "{stdout}");
+    let elsewhere = std::env::temp_dir();
+    let out = paste(&elsewhere, &commands[0]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "`{}` in {}:\n{}{}",
+        commands[0],
+        elsewhere.display(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("invariant violated: in_order"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 fn json_result(model_filter: &str) -> Value {
@@ -694,6 +715,7 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
             trace = stdout
                 .lines()
                 .find_map(|l| l.strip_prefix("replay it with: cargo cmc replay "))
+                .and_then(|rest| rest.split(" --manifest-path ").next())
                 .expect("a replay command")
                 .to_string();
         }
@@ -1733,6 +1755,48 @@ fn init_in_a_workspace_member_makes_the_members_check_crate() {
         "{}",
         text(&out.stderr)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Inside a member that does not use cmc, in a workspace whose other
+/// members do, the error names those members and how to reach them.
+#[test]
+fn a_member_without_models_points_at_the_members_with_models() {
+    let dir = tempdir("member-without-models");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[workspace]\nresolver = \"2\"\nmembers = [\"app\", \"checks\"]\n",
+    )
+    .unwrap();
+    let runtime = workspace().join("cmc-runtime");
+    for (name, deps) in [
+        ("app", String::new()),
+        (
+            "checks",
+            format!(
+                "cmc = {{ package = \"cmc-runtime\", path = {:?} }}\n",
+                runtime
+            ),
+        ),
+    ] {
+        std::fs::create_dir_all(dir.join(name).join("src")).unwrap();
+        std::fs::write(
+            dir.join(name).join("Cargo.toml"),
+            format!(
+                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{deps}"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join(name).join("src/lib.rs"), "").unwrap();
+    }
+    let out = run(&dir.join("app"), &["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("package `app` does not depend on cmc-runtime, so it has no models; in its workspace, checks does: run cargo cmc at the workspace root"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("or choose with -p checks"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

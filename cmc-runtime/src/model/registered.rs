@@ -103,9 +103,11 @@ impl<P: Process> Model<P> {
         }
         if let Some(c) = options.transition_cache {
             self.transition_cache = c;
+            self.visited_flags.push("--no-transition-cache");
         }
         if let Some(w) = options.width {
             self.width = w;
+            self.visited_flags.push("--fingerprint-bits");
         }
         if let Some(m) = options.fingerprint {
             self.fingerprint = Some(m);

@@ -193,6 +193,10 @@ pub struct Model<P: Process> {
     /// Whether a harness's options (`--seed`) set the seed: an error
     /// unless the strategy uses one.
     pub(crate) seed_given: bool,
+    /// The command-line flags that overrode the model's settings of the
+    /// visited set (`--fingerprint-bits`, `--no-transition-cache`), which
+    /// a search that keeps no visited set must refuse.
+    pub(crate) visited_flags: Vec<&'static str>,
     /// Registered global invariants this model leaves out, by name.
     pub(crate) without: Vec<String>,
     /// Partial-order reduction by sleep sets (see [`Model::por`]).
@@ -246,6 +250,7 @@ impl<P: Process> Model<P> {
             transition_timeout: Some(DEFAULT_TRANSITION_TIMEOUT),
             jobs: None,
             seed_given: false,
+            visited_flags: Vec::new(),
             without: Vec::new(),
             por: false,
             transition_cache: true,

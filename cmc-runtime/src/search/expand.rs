@@ -32,6 +32,12 @@ impl<P: Process> Search<'_, '_, P> {
             e.load(item.state);
         }
         let plan = self.sleep.as_mut().map(|s| s.plan(item.state));
+        // Guards evaluated here (not known from the cache) on a sample of
+        // the states are evaluated again once their transitions ran.
+        let sampled = known.is_none() && {
+            self.evaluated += 1;
+            self.evaluated <= GUARD_SAMPLE_ALL || self.evaluated % GUARD_SAMPLE_EVERY == 0
+        };
         let (events, guards) = match known {
             Some(events) => (events, Vec::new()),
             None => match e.enabled_with_guards() {
@@ -49,44 +55,10 @@ impl<P: Process> Search<'_, '_, P> {
             },
         };
         let e = &mut *self.engine;
-        if e.model().check_determinism {
-            // The guards, evaluated again, must enable the same handlers.
-            for run in 1..e.model().determinism_runs.max(2) {
-                ctx::set_stack_shift(64 * run);
-                let again = e.enabled();
-                ctx::set_stack_shift(0);
-                if again.as_ref().is_ok_and(|a| *a == events) {
-                    continue;
-                }
-                let show = |v: &[Event]| {
-                    v.iter()
-                        .map(|ev| format!("{} of {}", e.handler_name(*ev), e.actor_name(ev.actor)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                let message = match &again {
-                    Ok(again) => format!(
-                        "the guards enabled different handlers when evaluated again in the \
-                         same state: first [{}], then [{}]",
-                        show(&events),
-                        show(again)
-                    ),
-                    Err(record) => {
-                        format!("the guards, evaluated again in the same state, panicked: {record}")
-                    }
-                };
-                let steps = e.path(item.node);
-                self.report(
-                    steps,
-                    ViolationRecord {
-                        kind: ViolationKind::Nondeterminism,
-                        property: "guards".into(),
-                        message,
-                        location: None,
-                    },
-                );
-                return;
-            }
+        if let Some(record) = Self::guards_again(e, &events) {
+            let steps = e.path(item.node);
+            self.report(steps, record);
+            return;
         }
         if events.is_empty() {
             if !e.model().quiescence_ok {
@@ -208,9 +180,89 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             }
         }
+        if sampled && !self.stop_requested() {
+            // Guards are functions of the state: evaluated again after the
+            // transitions ran, they must enable the same handlers. One that
+            // reads or writes what no state holds (a static another guard
+            // or a handler changes) would make the search miss states.
+            let e = &mut *self.engine;
+            e.load(item.state);
+            e.set_node(item.node);
+            let again = e.enabled();
+            if !again.as_ref().is_ok_and(|a| *a == events) {
+                let record = guards_differ(
+                    e,
+                    &events,
+                    &again,
+                    "after the state's transitions ran (cmc evaluates the guards of a sample \
+                     of the states twice; --check-determinism checks them all, and every \
+                     transition)",
+                );
+                let steps = e.path(item.node);
+                self.report(steps, record);
+            }
+        }
         self.engine.end_expansion();
         self.first_keys = first_keys;
         self.events_buf = events;
+    }
+
+    /// With the determinism check, the guards of the loaded state evaluated
+    /// again (`Model::determinism_runs` in all), which must enable the
+    /// same `events`; the violation if they do not.
+    pub(super) fn guards_again(e: &mut Engine<'_, P>, events: &[Event]) -> Option<ViolationRecord> {
+        if !e.model().check_determinism {
+            return None;
+        }
+        for run in 1..e.model().determinism_runs.max(2) {
+            ctx::set_stack_shift(64 * run);
+            let again = e.enabled();
+            ctx::set_stack_shift(0);
+            if again.as_ref().is_ok_and(|a| a == events) {
+                continue;
+            }
+            return Some(guards_differ(e, events, &again, "in the same state"));
+        }
+        None
+    }
+
+    /// With the determinism check, the properties of the loaded state
+    /// checked again (`Model::determinism_runs` in all), which must judge
+    /// as `verdict` did; the violation if they do not.
+    pub(super) fn invariants_again(
+        e: &mut Engine<'_, P>,
+        verdict: &Option<ViolationRecord>,
+    ) -> Option<ViolationRecord> {
+        if !e.model().check_determinism {
+            return None;
+        }
+        for run in 1..e.model().determinism_runs.max(2) {
+            ctx::set_stack_shift(64 * run);
+            let again = e.check_state();
+            ctx::set_stack_shift(0);
+            if again == *verdict {
+                continue;
+            }
+            let say = |v: &Option<ViolationRecord>| {
+                v.as_ref()
+                    .map_or_else(|| "no violation".to_string(), |r| r.to_string())
+            };
+            return Some(ViolationRecord {
+                kind: ViolationKind::Nondeterminism,
+                property: verdict
+                    .as_ref()
+                    .or(again.as_ref())
+                    .map_or_else(|| "invariants".to_string(), |r| r.property.clone()),
+                message: format!(
+                    "the invariants judged the same state differently when evaluated \
+                     again: first {}, then {}",
+                    say(verdict),
+                    say(&again)
+                ),
+                location: None,
+            });
+        }
+        None
     }
 
     /// Runs a transition again (`Model::determinism_runs` in all, each from
@@ -219,9 +271,9 @@ impl<P: Process> Search<'_, '_, P> {
     /// identity (bytes may differ where meaning does not: a map's random
     /// keys); returns what differed, if anything did.
     #[allow(clippy::too_many_arguments)]
-    fn determinism(
+    pub(super) fn determinism(
         e: &mut Engine<'_, P>,
-        item: &Item,
+        from: StateId,
         event: Event,
         taken: &[usize],
         seed: u32,
@@ -230,10 +282,10 @@ impl<P: Process> Search<'_, '_, P> {
     ) -> Option<Result<String, String>> {
         let runs = e.model().determinism_runs.max(2);
         for run in 1..runs {
-            e.load(item.state);
+            e.load(from);
             let globals = e.globals_snapshot();
             ctx::set_stack_shift(64 * run);
-            let again = e.run(event, taken.to_vec(), seed, false, item.state);
+            let again = e.run(event, taken.to_vec(), seed, false, from);
             ctx::set_stack_shift(0);
             // Named only if the runs differ: a thread the handler starts
             // writes std's globals in every run.
@@ -278,9 +330,9 @@ impl<P: Process> Search<'_, '_, P> {
                 if written.is_empty() {
                     break;
                 }
-                e.load(item.state);
+                e.load(from);
                 let globals = e.globals_snapshot();
-                let _ = e.run(event, taken.to_vec(), seed, false, item.state);
+                let _ = e.run(event, taken.to_vec(), seed, false, from);
                 let _ = e.take_exhaustion();
                 let again = e.globals_written_names(&globals);
                 written.retain(|w| again.contains(w));
@@ -520,7 +572,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
             };
             if e.model().check_determinism {
-                match Self::determinism(e, item, event, &step.choices, seed, succ, fp) {
+                match Self::determinism(e, item.state, event, &step.choices, seed, succ, fp) {
                     None => {}
                     Some(Err(thread)) => {
                         // Only a later run left a thread behind: report that,
@@ -583,38 +635,11 @@ impl<P: Process> Search<'_, '_, P> {
         );
         e.set_node(node);
         let verdict = e.check_state();
-        if e.model().check_determinism {
-            // The invariants, evaluated again, must judge the same.
-            for run in 1..e.model().determinism_runs.max(2) {
-                ctx::set_stack_shift(64 * run);
-                let again = e.check_state();
-                ctx::set_stack_shift(0);
-                if again == verdict {
-                    continue;
-                }
-                let say = |v: &Option<ViolationRecord>| {
-                    v.as_ref()
-                        .map_or_else(|| "no violation".to_string(), |r| r.to_string())
-                };
-                let record = ViolationRecord {
-                    kind: ViolationKind::Nondeterminism,
-                    property: verdict
-                        .as_ref()
-                        .or(again.as_ref())
-                        .map_or_else(|| "invariants".to_string(), |r| r.property.clone()),
-                    message: format!(
-                        "the invariants judged the same state differently when evaluated \
-                         again: first {}, then {}",
-                        say(&verdict),
-                        say(&again)
-                    ),
-                    location: None,
-                };
-                e.release(succ);
-                let steps = e.path(node);
-                self.report(steps, record);
-                return;
-            }
+        if let Some(record) = Self::invariants_again(e, &verdict) {
+            e.release(succ);
+            let steps = e.path(node);
+            self.report(steps, record);
+            return;
         }
         if let Some(record) = verdict {
             let steps = e.path(node);
@@ -887,5 +912,41 @@ impl<P: Process> Search<'_, '_, P> {
             .as_ref()
             .and_then(|d| d.get(&fp))
             .is_some_and(|&known| known as usize > depth)
+    }
+}
+
+/// How many states of a search have their guards evaluated twice, all
+/// (the first [`GUARD_SAMPLE_ALL`]), then one in [`GUARD_SAMPLE_EVERY`].
+const GUARD_SAMPLE_ALL: u64 = 4096;
+const GUARD_SAMPLE_EVERY: u64 = 64;
+
+/// The violation of guards that enabled `events`, then `again` when
+/// evaluated again (`when`).
+fn guards_differ<P: Process>(
+    e: &Engine<'_, P>,
+    events: &[Event],
+    again: &Result<Vec<Event>, ViolationRecord>,
+    when: &str,
+) -> ViolationRecord {
+    let show = |v: &[Event]| {
+        v.iter()
+            .map(|ev| format!("{} of {}", e.handler_name(*ev), e.actor_name(ev.actor)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let message = match again {
+        Ok(again) => format!(
+            "the guards enabled different handlers when evaluated again {when}: first [{}], \
+             then [{}]",
+            show(events),
+            show(again)
+        ),
+        Err(record) => format!("the guards, evaluated again {when}, panicked: {record}"),
+    };
+    ViolationRecord {
+        kind: ViolationKind::Nondeterminism,
+        property: "guards".into(),
+        message,
+        location: None,
     }
 }

@@ -56,6 +56,10 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// Set by a violation after which the search cannot go on, even with
     /// keep-going: a thread of user code outlived its handler.
     pub(super) halted: bool,
+    /// The states this search expanded from guards it evaluated (not
+    /// from the guard cache): the sample whose guards are evaluated again
+    /// after their transitions (see `Search::expand`).
+    pub(super) evaluated: u64,
     /// The `sometimes` properties (indices into the engine's) this search
     /// has not seen hold yet.
     pub(super) unreached: Vec<usize>,
@@ -520,6 +524,13 @@ pub(super) fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
             model.name
         )));
     }
+    if let (Strategy::Walk, Some(flag)) = (model.strategy, model.visited_flags.first()) {
+        return Err(CheckError::Model(format!(
+            "model `{}`: {flag} sets how the visited set stores and skips states; random \
+             walks (--strategy walk) keep no visited set",
+            model.name
+        )));
+    }
     if model.strategy == Strategy::Walk && b.time_limit.is_none() && b.max_walks.is_none() {
         return Err(CheckError::Model(format!(
             "model `{}`: a random-walk search never ends by itself; give it a time limit \
@@ -605,6 +616,7 @@ pub(super) fn search<P: Process>(
         stop_ticks: 0,
         fatal: None,
         halted: false,
+        evaluated: 0,
         sleep: (model.por && par.is_none())
             .then(|| super::sleep::SleepSets::new(model.network.capacity)),
         last_print: crate::model::por::Footprint::default(),

@@ -133,6 +133,11 @@ impl<P: Process> Search<'_, '_, P> {
                 return Next::Violation;
             }
         };
+        if let Some(record) = Self::guards_again(e, &events) {
+            let steps = shorten(e.path(node), path);
+            self.report_walk(root, steps, record);
+            return Next::Violation;
+        }
         if events.is_empty() {
             if e.model().quiescence_ok {
                 return Next::End;
@@ -211,6 +216,41 @@ impl<P: Process> Search<'_, '_, P> {
                 return Next::Violation;
             }
         };
+        if e.model().check_determinism {
+            // The step run again from the same state (with the same
+            // randomness) must give the same successor.
+            if crate::determinism::random::enabled() {
+                let (base, exact) = e.seed_base_of(state);
+                e.begin_expansion(state, base, exact);
+            }
+            let differs = Self::determinism(e, state, event, &step.choices, seed, succ, fp);
+            e.end_expansion();
+            if let Some(differs) = differs {
+                e.release(succ);
+                let property = e.handler_name(event).to_string();
+                let mut steps = e.path(node);
+                steps.push(step);
+                let steps = shorten(steps, path);
+                let (kind, message) = match differs {
+                    Ok(message) => (ViolationKind::Nondeterminism, message),
+                    Err(thread) => {
+                        // Only a later run left a thread behind: it stops
+                        // the search.
+                        self.halted = true;
+                        (ViolationKind::ModelError, thread)
+                    }
+                };
+                let record = ViolationRecord {
+                    kind,
+                    property,
+                    message,
+                    location: None,
+                };
+                self.report_walk(root, steps, record);
+                return Next::Violation;
+            }
+            e.load(succ);
+        }
         sketch.insert(fp);
         if e.pruned() {
             self.stats.pruned += 1;
@@ -231,7 +271,8 @@ impl<P: Process> Search<'_, '_, P> {
             self.stats.generated,
         );
         e.set_node(next);
-        if let Some(record) = e.check_state() {
+        let verdict = e.check_state();
+        if let Some(record) = Self::invariants_again(e, &verdict).or(verdict) {
             e.release(succ);
             let steps = shorten(e.path(next), path);
             self.report_walk(root, steps, record);

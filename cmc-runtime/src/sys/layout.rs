@@ -273,7 +273,7 @@ pub(crate) fn byte_readable(addr: usize) -> bool {
     };
     // SAFETY: reads one byte of our own address space into `byte`; the
     // kernel reports an unmapped or unreadable address as an error.
-    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
+    unsafe { libc::process_vm_readv(super::real_pid(), &local, 1, &remote, 1, 0) == 1 }
 }
 
 #[cfg(test)]

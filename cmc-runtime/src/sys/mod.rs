@@ -161,6 +161,14 @@ pub(crate) unsafe fn same_bytes(a: *const u8, b: *const u8, n: usize) -> bool {
     unsafe { libc::memcmp(a.cast(), b.cast(), n) == 0 }
 }
 
+/// The id of this operating-system process, by the system call itself:
+/// the C symbol `getpid` is cmc's (`determinism::process_id`), virtual
+/// inside user code.
+pub(crate) fn real_pid() -> libc::pid_t {
+    // SAFETY: getpid(2) takes no argument and cannot fail.
+    unsafe { libc::syscall(libc::SYS_getpid) as libc::pid_t }
+}
+
 /// Gives the processor to another thread or process.
 pub(crate) fn yield_now() {
     // SAFETY: sched_yield has no preconditions.

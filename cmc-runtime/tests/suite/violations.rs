@@ -33,6 +33,7 @@ enum Kind {
     HashMapOrder,
     Clock,
     StaticCounter,
+    GuardReadsStatic,
     ThreadRng,
     OsRng,
     FileRead,
@@ -44,6 +45,9 @@ enum Kind {
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// What `GuardReadsStatic`'s handler counts and its guard reads.
+static SENT: AtomicU64 = AtomicU64::new(0);
 
 #[inline(never)]
 #[allow(unconditional_recursion, reason = "the stack overflow is the point")]
@@ -102,6 +106,9 @@ impl Bad {
                     vec![std::hint::black_box(now).elapsed().as_nanos() as u64 ^ now_bits(now)];
             }
             Kind::StaticCounter => self.data = vec![COUNTER.fetch_add(1, Ordering::Relaxed)],
+            Kind::GuardReadsStatic => {
+                SENT.fetch_add(1, Ordering::Relaxed);
+            }
             Kind::ThreadRng => {
                 use rand::Rng;
                 self.data = vec![rand::thread_rng().gen()];
@@ -139,6 +146,9 @@ impl Bad {
     fn enabled(&self, _: &View<'_, Self>) -> bool {
         if self.kind == Kind::GuardPanic && self.steps == 2 {
             panic!("the guard cannot decide");
+        }
+        if self.kind == Kind::GuardReadsStatic {
+            return SENT.load(Ordering::Relaxed) < 2;
         }
         !(self.kind == Kind::Deadlock && self.steps == 2) && self.steps < 3
     }
@@ -534,6 +544,58 @@ fn a_file_read_is_hidden_nondeterminism() {
 #[test]
 fn a_static_counter_is_hidden_nondeterminism() {
     nondeterministic(Kind::StaticCounter);
+}
+
+/// A guard that reads a static a handler changes is caught by a default
+/// check: the guards of a sample of the states (all, in a model this
+/// small) are evaluated again after the state's transitions ran.
+#[test]
+fn a_guard_that_reads_a_static_is_caught_by_default() {
+    let r = model(Kind::GuardReadsStatic).check().unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0];
+    assert_eq!(v.record.kind, ViolationKind::Nondeterminism, "{v}");
+    assert_eq!(v.record.property, "guards");
+    assert!(
+        v.record.message.starts_with(
+            "the guards enabled different handlers when evaluated again after the state's \
+             transitions ran"
+        ),
+        "{}",
+        v.record.message
+    );
+    assert!(
+        v.record
+            .message
+            .ends_with("first [act of process 0], then []"),
+        "{}",
+        v.record.message
+    );
+    assert_eq!(v.trace.steps.len(), 2, "{}", v.trace);
+}
+
+/// Random walks run the determinism check too: each step again from the
+/// same state (without the check, the walks pass).
+#[test]
+fn random_walks_check_determinism_too() {
+    let walks = || {
+        model(Kind::StaticCounter)
+            .strategy(Strategy::Walk)
+            .max_walks(5)
+    };
+    let r = walks().check_determinism(true).check().unwrap();
+    assert_eq!(r.verdict, Verdict::Violation);
+    let v = &r.violations[0].record;
+    assert_eq!(v.kind, ViolationKind::Nondeterminism, "{v}");
+    assert_eq!(v.property, "act");
+    assert!(
+        v.message
+            .contains("it wrote the global `suite::violations::COUNTER`, which no state holds"),
+        "{}",
+        v.message
+    );
+    assert_eq!(r.violations[0].trace.steps.len(), 2);
+    assert_ne!(walks().check().unwrap().verdict, Verdict::Violation);
 }
 
 #[test]
