@@ -1758,6 +1758,51 @@ fn init_in_a_workspace_member_makes_the_members_check_crate() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `init --dep NAME@VERSION` makes a check crate of its own for a crate of
+/// the registry, which passes out of the box; a crate that does not exist
+/// leaves nothing behind.
+#[test]
+fn init_dep_makes_a_check_crate_for_a_registry_crate() {
+    let dir = tempdir("init-dep");
+    let out = run(&dir, &["init", "--dep", "bytes@1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest = std::fs::read_to_string(dir.join("bytes-cmc/Cargo.toml")).unwrap();
+    assert!(manifest.contains("bytes = \"1"), "{manifest}");
+    assert!(manifest.contains("[workspace]"), "{manifest}");
+    let out = run(&dir.join("bytes-cmc"), &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .any(|l| summary_re(l, "bytes_cmc::sample", "pass") && l.contains("unique=16 ")),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(&dir, &["init", "--dep", "bytes@1"]);
+    assert_eq!(out.status.code(), Some(2), "the directory exists");
+    let out = run(
+        &dir,
+        &["init", "--dep", "no-such-crate-cmc-e2e", "--dir", "gone"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("could not be found"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !dir.join("gone").exists(),
+        "a failed init leaves nothing behind"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Inside a member that does not use cmc, in a workspace whose other
 /// members do, the error names those members and how to reach them.
 #[test]
