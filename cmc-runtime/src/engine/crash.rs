@@ -57,6 +57,21 @@ pub(crate) fn stderr_tail(stderr: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
+    // What cmc said of the end (two panics at once), then what std said of
+    // an allocation it could not make, say more than anything after them.
+    if let Some(line) = said.iter().rev().find_map(|l| {
+        l.strip_prefix("cmc: ")
+            .filter(|l| l.starts_with(crate::model::ctx::TWO_PANICS))
+    }) {
+        return line.to_string();
+    }
+    if let Some(line) = said
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("memory allocation of ") && l.ends_with(" failed"))
+    {
+        return line.to_string();
+    }
     // A panic's own lines (where, then what) say more than the end of the
     // backtrace that follows them.
     if let Some(at) = said

@@ -50,7 +50,19 @@ pub(crate) struct Run {
 thread_local! {
     static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
     static PANIC: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+    /// The panic recorded before the one in `PANIC`, in the same call of
+    /// user code: a panic raised while another unwinds aborts the process,
+    /// and cmc then says what both were (see `set_cmc_hook`).
+    static EARLIER: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
 }
+
+/// The message std gives the non-unwinding panic it raises when a panic
+/// escapes a destructor during unwinding; the process aborts after the hook.
+const PANIC_IN_CLEANUP: &str = "panic in a destructor during cleanup";
+
+/// How the line the panic hook writes then begins (after `cmc: `), for the
+/// parent of an isolated check to find it (`engine::stderr_tail`).
+pub(crate) const TWO_PANICS: &str = "a panic while another unwound aborts the process";
 
 pub(crate) fn begin_run(run: Run) {
     let _sys = system_scope();
@@ -71,6 +83,7 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
     // The record is of this call's panics only (user code may catch a panic
     // of its own and return normally).
     PANIC.with(|p| p.borrow_mut().take());
+    EARLIER.with(|p| p.borrow_mut().take());
     set_in_user_code(true);
     let depth = SCRUB.with(Cell::get);
     if scrub {
@@ -426,7 +439,26 @@ fn set_cmc_hook(previous: Arc<Box<PanicHook>>) {
             let location = info
                 .location()
                 .map_or_else(|| "unknown location".into(), |l| l.to_string());
-            PANIC.with(|p| *p.borrow_mut() = Some((message, location)));
+            if message == PANIC_IN_CLEANUP {
+                // std aborts the process once this hook returns: say on
+                // standard error, where the parent reads it, what the two
+                // panics were (the abort itself says neither).
+                let first = EARLIER.with(|p| p.borrow().clone());
+                let second = PANIC.with(|p| p.borrow().clone());
+                let say = |p: Option<(String, String)>| {
+                    p.map_or_else(|| "?".to_string(), |(m, l)| format!("`{m}` at {l}"))
+                };
+                let line = format!(
+                    "\ncmc: {}: {}, then, in a destructor while it unwound, {}\n",
+                    TWO_PANICS,
+                    say(first),
+                    say(second)
+                );
+                crate::sys::write_stderr_raw(line.as_bytes());
+                return;
+            }
+            let previous = PANIC.with(|p| p.borrow_mut().replace((message, location)));
+            EARLIER.with(|p| *p.borrow_mut() = previous);
         } else {
             previous(info);
         }

@@ -34,6 +34,7 @@ enum Kind {
     Clock,
     StaticCounter,
     GuardReadsStatic,
+    HugeAllocation,
     ThreadRng,
     OsRng,
     FileRead,
@@ -108,6 +109,10 @@ impl Bad {
             Kind::StaticCounter => self.data = vec![COUNTER.fetch_add(1, Ordering::Relaxed)],
             Kind::GuardReadsStatic => {
                 SENT.fetch_add(1, Ordering::Relaxed);
+            }
+            Kind::HugeAllocation => {
+                let v: Vec<u8> = Vec::with_capacity(1 << 46);
+                std::hint::black_box(&v);
             }
             Kind::ThreadRng => {
                 use rand::Rng;
@@ -646,9 +651,37 @@ fn a_panic_while_panicking_is_a_crash() {
         "{}",
         v.message
     );
+    // Both panics, with their places.
+    assert!(
+        v.message.contains(
+            "a panic while another unwound aborts the process: `first panic at step 2` at "
+        ) && v.message.contains(
+            ", then, in a destructor while it unwound, `a drop panicked while unwinding` at "
+        ),
+        "{}",
+        v.message
+    );
 }
 
 /// Whether `location` is a line of this file.
 fn here(location: &str) -> bool {
     location.starts_with(concat!(file!(), ":"))
+}
+
+/// An allocation no arena can hold aborts the process (std's allocation
+/// error handler): an isolated check reports it as a crash that says how
+/// large the allocation was.
+#[test]
+fn an_impossible_allocation_is_a_crash_that_says_its_size() {
+    let r = expect(Kind::HugeAllocation, ViolationKind::Crash, 2, true);
+    let v = &r.violations[0].record;
+    assert_eq!(v.property, "act");
+    assert!(
+        v.message.starts_with(
+            "handler act of process 0 crashed: killed by SIGABRT (abort) (memory allocation of \
+             70368744177664 bytes failed)"
+        ),
+        "{}",
+        v.message
+    );
 }
