@@ -61,6 +61,7 @@ pub(crate) fn source(pkg: &CmcPackage, model: &str, trace: &cmc::Trace) -> Strin
 //! The test fails while the violation reproduces (or the trace ends in
 //! another violation), and when the program changed so that the trace no
 //! longer fits it; it passes once the trace's last state violates nothing.
+//! (The verdicts are the runtime's: `{cmc}::registry::regression_test`.)
 
 #[global_allocator]
 static ALLOC: {cmc}::Allocator = {cmc}::Allocator;
@@ -68,34 +69,13 @@ static ALLOC: {cmc}::Allocator = {cmc}::Allocator;
 // Links the library with its registered models.
 use {lib} as _;
 
+const MODEL: &str = {model_q};
+
 const TRACE: &str = {trace};
 
 #[test]
 fn {name}() {{
-    let trace = {cmc}::Trace::from_json(TRACE).expect("a cmc trace");
-    let model = {cmc}::registry::models()
-        .into_iter()
-        .find(|m| m.path == {model_q})
-        .expect("the model is registered");
-    let mut options = {cmc}::registry::RunOptions::default();
-    options.isolate = true;
-    let recorded = trace.violation.clone().expect("the trace records its violation");
-    match model.replay(&options, &trace).expect("the trace can be replayed") {{
-        {cmc}::ReplayOutcome::Reproduced(v) if v.kind == recorded.kind && v.property == recorded.property => {{
-            panic!("the counterexample still reproduces: {{v}}")
-        }}
-        {cmc}::ReplayOutcome::Reproduced(v) => {{
-            panic!("the counterexample now ends in another violation: {{v}} (recorded: {{recorded}})")
-        }}
-        {cmc}::ReplayOutcome::NoViolation => {{
-            eprintln!("the counterexample no longer reproduces: its last state violates nothing")
-        }}
-        other => panic!(
-            "the counterexample no longer fits the program ({{other:?}}), so this test cannot tell \
-             whether the bug is gone: run `cargo cmc check --emit-test` again to regenerate \
-             it, or delete it if the change fixed the bug"
-        ),
-    }}
+    {cmc}::registry::regression_test(MODEL, TRACE);
 }}
 "#,
         violation_doc = doc_lines(&violation),

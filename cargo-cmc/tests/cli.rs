@@ -594,8 +594,39 @@ fn copy_of_violating() -> PathBuf {
     dir
 }
 
+/// A regression test as the first `cargo cmc check --emit-test` wrote it
+/// (commit aa880c9), for the violating fixture; `{TRACE}` is its trace.
+const OLD_EMITTED_TEST: &str = r####"//! Emitted by `cargo cmc check --emit-test`: replays the counterexample
+//! cmc found in `fixture_violating::two_messages`:
+//! invariant violated: in_order
+//! The test fails while the violation reproduces.
+
+#[global_allocator]
+static ALLOC: cmc::Allocator = cmc::Allocator;
+
+// Links the library with its registered models.
+use fixture_violating as _;
+
+const TRACE: &str = r#"{TRACE}"#;
+
 #[test]
-#[ignore = "a debug build of the runtime for the emitted test, three times (bash scripts/test.sh --full runs it)"]
+fn cmc_counterexample_two_messages() {
+    let trace = cmc::Trace::from_json(TRACE).expect("a cmc trace");
+    let model = cmc::registry::models()
+        .into_iter()
+        .find(|m| m.path == "fixture_violating::two_messages")
+        .expect("the model is registered");
+    let mut options = cmc::registry::RunOptions::default();
+    options.isolate = true;
+    match model.replay(&options, &trace).expect("the trace fits the model") {
+        cmc::ReplayOutcome::Reproduced(v) => panic!("the counterexample still reproduces: {v}"),
+        other => eprintln!("the counterexample no longer reproduces: {other:?}"),
+    }
+}
+"####;
+
+#[test]
+#[ignore = "a debug build of the runtime for the emitted test, four times (bash scripts/test.sh --full runs it)"]
 fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
     let dir = copy_of_violating();
     let out = run(
@@ -629,6 +660,39 @@ fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
         emitted.contains("fn cmc_counterexample_fixture_violating_two_messages()"),
         "{emitted}"
     );
+    // A test emitted by the first cmc (its text then, verbatim): it passed
+    // on every verdict but a reproduction. Its trace, recorded before
+    // states were hashed with this cmc's function, can match no
+    // fingerprint; the runtime refuses to read it, so the old test fails
+    // and says to emit it again, instead of passing with the bug there.
+    let trace = emitted
+        .split_once("const TRACE: &str = r#\"")
+        .and_then(|(_, rest)| rest.split_once("\"#;"))
+        .expect("the emitted test holds its trace")
+        .0
+        .replace(&format!("\"state_hash\": \"{}\",", cmc::STATE_HASH), "");
+    assert!(!trace.contains("state_hash"), "{trace}");
+    std::fs::write(
+        dir.join("tests/old_regression.rs"),
+        OLD_EMITTED_TEST.replace("{TRACE}", &trace),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO"))
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .args(["test", "--test", "old_regression"])
+        .output()
+        .unwrap();
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a test emitted by an older cmc passed:\n{all}"
+    );
+    assert!(
+        all.contains("recorded by an older cmc") && all.contains("emit it again"),
+        "{all}"
+    );
+    std::fs::remove_file(dir.join("tests/old_regression.rs")).unwrap();
     let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     // A change that keeps the bug but moves the states off the trace: the
     // test cannot tell, so it fails and says why (it used to pass).

@@ -54,6 +54,62 @@ impl ModelEntry {
 
 inventory::collect!(ModelEntry);
 
+/// What a test emitted by `cargo cmc check --emit-test` runs: replays the
+/// counterexample `trace` (its JSON) on the registered model `model`, its
+/// handlers each in a child process, and panics while the counterexample
+/// still reproduces, when it now ends in another violation, and when the
+/// program changed so that the trace no longer fits it (the test could not
+/// tell whether the bug is gone); it returns once the trace's last state
+/// violates nothing. A trace this cmc cannot replay faithfully (recorded
+/// by an older one) fails too, saying to emit the test again. The verdicts
+/// live here rather than in the emitted file, so that a test keeps the
+/// judgement of the cmc it is built with.
+#[track_caller]
+pub fn regression_test(model: &str, trace: &str) {
+    let trace = match Trace::from_json(trace) {
+        Ok(trace) => trace,
+        Err(e) => panic!("the emitted counterexample cannot be replayed: {e}"),
+    };
+    assert!(
+        trace.model == model,
+        "the emitted test names model `{model}` but its trace is of `{}`: emit it again",
+        trace.model
+    );
+    let Some(entry) = models().into_iter().find(|m| m.path == model) else {
+        let all: Vec<&str> = models().iter().map(|m| m.path).collect();
+        panic!(
+            "model `{model}` is not registered (the registered models: {}): if it was \
+             renamed, emit the test again; if it was removed, delete the test",
+            all.join(", ")
+        )
+    };
+    let recorded = trace
+        .violation
+        .clone()
+        .unwrap_or_else(|| panic!("the emitted trace records no violation: emit it again"));
+    let mut options = RunOptions::default();
+    options.isolate = true;
+    match entry.replay(&options, &trace) {
+        Ok(ReplayOutcome::Reproduced(v))
+            if v.kind == recorded.kind && v.property == recorded.property =>
+        {
+            panic!("the counterexample still reproduces: {v}")
+        }
+        Ok(ReplayOutcome::Reproduced(v)) => {
+            panic!("the counterexample now ends in another violation: {v} (recorded: {recorded})")
+        }
+        Ok(ReplayOutcome::NoViolation) => {
+            eprintln!("the counterexample no longer reproduces: its last state violates nothing")
+        }
+        Ok(other) => panic!(
+            "the counterexample no longer fits the program ({other:?}), so this test cannot \
+             tell whether the bug is gone: run `cargo cmc check --emit-test` again to \
+             regenerate it, or delete it if the change fixed the bug"
+        ),
+        Err(e) => panic!("the emitted counterexample cannot be replayed: {e}"),
+    }
+}
+
 /// Every registered model, sorted by path.
 pub fn models() -> Vec<&'static ModelEntry> {
     let mut all: Vec<&'static ModelEntry> = inventory::iter::<ModelEntry>.into_iter().collect();

@@ -67,11 +67,7 @@ pub enum ReplayOutcome {
 /// they are the same (or not recorded).
 fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> {
     let mut changes = Vec::new();
-    let hashed = if trace.state_hash.is_empty() {
-        crate::sys::hash::OLD_STATE_HASH
-    } else {
-        trace.state_hash.as_str()
-    };
+    let hashed = trace.hashed_with();
     if hashed != crate::sys::hash::STATE_HASH {
         changes.push(format!(
             "the trace was recorded by a cmc that hashed states with {hashed}, and this one \

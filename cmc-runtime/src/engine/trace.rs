@@ -9,6 +9,16 @@ use serde::{Deserialize, Serialize};
 /// The version of the trace format this cmc writes and reads.
 pub const TRACE_VERSION: u32 = 1;
 
+/// What to do with a trace this cmc cannot replay faithfully: the end of
+/// the message [`Trace::from_json`] refuses it with. Tests emitted by
+/// earlier versions of `cargo cmc check --emit-test` read their trace with
+/// `Trace::from_json(..).expect(..)`, so they fail with this message too
+/// instead of passing without a word.
+pub(crate) const STALE: &str = "Check the model again to record a new trace \
+    (`cargo cmc check`); if this trace is in a regression test emitted by \
+    `cargo cmc check --emit-test`, emit it again (the same command with \
+    `--emit-test FILE`), or delete the test if the bug is fixed.";
+
 /// What kind of property was violated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -296,12 +306,42 @@ impl Trace {
             serde_json::from_str(text).map_err(|e| format!("not a cmc trace: {e}"))?;
         match value.get("version").and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(TRACE_VERSION) => {}
+            Some(v) if v > u64::from(TRACE_VERSION) => {
+                return Err(format!(
+                    "trace format version {v} is not supported (this cmc reads version \
+                     {TRACE_VERSION}): a newer cmc wrote it; replay it with that one"
+                ))
+            }
             Some(v) => {
-                return Err(format!("trace format version {v} is not supported (this cmc reads version {TRACE_VERSION})"))
+                return Err(format!(
+                    "trace format version {v} is not supported (this cmc reads version \
+                     {TRACE_VERSION}): an older cmc wrote it. {STALE}"
+                ))
             }
             None => return Err("not a cmc trace: no \"version\" field".into()),
         }
-        serde_json::from_value(value).map_err(|e| format!("not a cmc trace: {e}"))
+        let trace: Trace =
+            serde_json::from_value(value).map_err(|e| format!("not a cmc trace: {e}"))?;
+        let hashed = trace.hashed_with();
+        if hashed != crate::sys::hash::STATE_HASH {
+            return Err(format!(
+                "this trace was recorded by an older cmc, which hashed states with {hashed} \
+                 (this one hashes them with {}), so none of its fingerprints can match and \
+                 replaying it could not tell whether the bug is still there. {STALE}",
+                crate::sys::hash::STATE_HASH
+            ));
+        }
+        Ok(trace)
+    }
+
+    /// The name of the function that hashed the trace's fingerprints
+    /// (traces recorded before it was named used SipHash-1-3).
+    pub fn hashed_with(&self) -> &str {
+        if self.state_hash.is_empty() {
+            crate::sys::hash::OLD_STATE_HASH
+        } else {
+            &self.state_hash
+        }
     }
 }
 

@@ -1030,7 +1030,8 @@ fn traces_are_saved_and_loaded() {
     assert_eq!(
         cmc::Trace::load(&path).unwrap_err(),
         format!(
-            "{}: trace format version 99 is not supported (this cmc reads version 1)",
+            "{}: trace format version 99 is not supported (this cmc reads version 1): \
+             a newer cmc wrote it; replay it with that one",
             path.display()
         )
     );

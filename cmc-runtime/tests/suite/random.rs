@@ -568,6 +568,18 @@ fn a_recorded_choice_out_of_range_is_a_trace_that_does_not_fit() {
         }
         other => panic!("expected a divergence at the initial state, got {other:?}"),
     }
+    // Read from its JSON (a saved trace, or the trace of a test emitted by
+    // an older cmc, which reads it with `Trace::from_json(..).expect(..)`
+    // and used to pass on anything but a reproduction), it is refused with
+    // what to do.
+    let refused = cmc::Trace::from_json(&old.to_json()).expect_err("a stale trace is refused");
+    assert!(
+        refused.contains("recorded by an older cmc")
+            && refused.contains("hashed states with siphash-1-3")
+            && refused.contains("emit it again"),
+        "{refused}"
+    );
+    cmc::Trace::from_json(&good.to_json()).expect("this cmc's trace reads");
     // A process the model does not have.
     let mut far = good;
     far.steps[at].process = Some(7);
