@@ -286,33 +286,60 @@ impl<P: Process> Search<'_, '_, P> {
     /// Reports a violation a walk found, by `steps` (loops already cut),
     /// after dropping every single step without which it still occurs.
     fn report_walk(&mut self, root: u32, steps: Vec<RawStep>, record: ViolationRecord) {
-        let steps = self.minimize(root, steps, &record);
+        let (steps, record) = self.minimize(root, steps, record);
         self.report(steps, record);
     }
 
-    /// `steps` with single steps dropped, one at a time, while what remains
-    /// still ends in `record`'s violation (its kind and property), until no
-    /// single step can go. Each candidate runs from the initial state,
-    /// recorded in the search tree like a walk (a crash while one runs is
-    /// reported with that candidate's path, which is where it happened).
+    /// `steps` shortened while what remains still leads to `record`'s
+    /// violation (its kind and property): blocks of consecutive steps are
+    /// dropped, from half the trace down to single steps, each candidate
+    /// run from the initial state by [`Search::leads_to`], which also skips
+    /// the later steps a dropped one had made possible (the delivery of a
+    /// message no longer sent, say) and stops where the violation occurs,
+    /// earlier than the end or not; a candidate that leads to it in fewer
+    /// steps replaces the trace. Rounds repeat until one shortens nothing.
+    /// Each candidate is recorded in the search tree like a walk (a crash
+    /// while one runs is reported with that candidate's path, which is
+    /// where it happened). Returns the steps and the violation as the
+    /// last of them shows it (its message can name values of that state).
     fn minimize(
         &mut self,
         root: u32,
         steps: Vec<RawStep>,
-        record: &ViolationRecord,
-    ) -> Vec<RawStep> {
+        record: ViolationRecord,
+    ) -> (Vec<RawStep>, ViolationRecord) {
         let mut best = steps;
-        let mut i = 0;
-        while i < best.len() && !self.stop_requested_quietly() {
-            let mut candidate = best.clone();
-            candidate.remove(i);
-            if self.ends_in(root, &candidate, record) {
-                best = candidate;
-            } else {
-                i += 1;
+        let mut shown = record.clone();
+        loop {
+            let before = best.len();
+            let mut block = (best.len() / 2).max(1);
+            loop {
+                let mut i = 0;
+                while i + block <= best.len() {
+                    if self.stop_requested_quietly() {
+                        return (best, shown);
+                    }
+                    let mut candidate = best.clone();
+                    candidate.drain(i..i + block);
+                    match self.leads_to(root, &candidate, &record) {
+                        Some((shorter, r)) if shorter.len() < best.len() => {
+                            best = shorter;
+                            shown = r;
+                        }
+                        // Blocks side by side, then every single step:
+                        // about three runs of the trace per step in all.
+                        _ => i += block,
+                    }
+                }
+                if block == 1 {
+                    break;
+                }
+                block = (block / 2).min(best.len() / 2).max(1);
+            }
+            if best.len() == before {
+                return (best, shown);
             }
         }
-        best
     }
 
     /// Whether the search should stop now for a reason other than the
@@ -327,26 +354,38 @@ impl<P: Process> Search<'_, '_, P> {
                 .is_some_and(|t| self.start.elapsed() >= t)
     }
 
-    /// Whether running `steps` from the initial state ends in `record`'s
-    /// violation: each step enabled where it runs, with exactly its choices,
-    /// and the violation (same kind, same property) at the last step or in
-    /// the state it reaches, not before.
-    fn ends_in(&mut self, root: u32, steps: &[RawStep], record: &ViolationRecord) -> bool {
+    /// Runs `steps` from the initial state, skipping each step that does
+    /// not fit where it comes (its event not enabled, its recorded choices
+    /// not the ones it makes now), and returns the steps run up to the
+    /// first state where `record`'s violation (same kind, same property)
+    /// occurs, with the violation as that state shows it, or `None` when
+    /// none does, when another violation occurs
+    /// first, or when the run passes through a state the model prunes. The
+    /// steps returned are a real path: each ran where it stands.
+    fn leads_to(
+        &mut self,
+        root: u32,
+        steps: &[RawStep],
+        record: &ViolationRecord,
+    ) -> Option<(Vec<RawStep>, ViolationRecord)> {
         let same = |r: &ViolationRecord| r.kind == record.kind && r.property == record.property;
         let e = &mut *self.engine;
         e.truncate_tree(root as usize + 1);
         let mut state = e.initial();
         e.retain(state);
         let mut node = root;
-        let mut verdict = None;
-        for (k, step) in steps.iter().enumerate() {
-            let last = k + 1 == steps.len();
+        let mut run: Vec<RawStep> = Vec::new();
+        let mut verdict: Option<Option<ViolationRecord>> = None;
+        for step in steps {
+            let e = &mut *self.engine;
             e.load(state);
             e.set_node(node);
             match e.enabled() {
                 Ok(events) if events.contains(&step.event) => {}
-                _ => {
-                    verdict = Some(false);
+                Ok(_) => continue,
+                Err(_) => {
+                    // A guard failed before: reported where it happened.
+                    verdict = Some(None);
                     break;
                 }
             }
@@ -366,55 +405,63 @@ impl<P: Process> Search<'_, '_, P> {
                 step.seed,
                 &step.choices,
             );
-            let outcome = e.run(step.event, step.choices.clone(), step.seed, false, state);
+            let mut outcome = e.run(step.event, step.choices.clone(), step.seed, false, state);
             e.end_expansion();
-            let exhausted = e.take_exhaustion();
-            if outcome.global_error.is_some()
-                || outcome.thread_error.is_some()
-                || outcome.misfit.is_some()
-                || outcome.taken != step.choices
-            {
-                verdict = Some(false);
+            if outcome.misfit.is_some() || outcome.taken != step.choices {
+                // The step makes other choices here than it made where it
+                // was recorded (or fails on the way): it does not fit, and
+                // the state is the one before it.
+                let _ = e.take_exhaustion();
+                continue;
+            }
+            if outcome.global_error.is_some() || outcome.thread_error.is_some() {
+                let _ = e.take_exhaustion();
+                verdict = Some(None);
                 break;
             }
-            let handler = e.handler_name(step.event);
-            let failed = if outcome.panic.is_some() {
-                Some(ViolationKind::Panic)
-            } else if exhausted.is_some() {
-                Some(ViolationKind::ArenaExhausted)
-            } else if outcome.model_error.is_some() {
-                Some(ViolationKind::ModelError)
-            } else {
-                None
-            };
-            if let Some(kind) = failed {
-                verdict = Some(last && kind == record.kind && handler == record.property);
+            if let Some(r) = self.outcome_violation(step.event, &mut outcome) {
+                if same(&r) {
+                    run.push(step.clone());
+                    verdict = Some(Some(r));
+                } else {
+                    verdict = Some(None);
+                }
                 break;
             }
+            let e = &mut *self.engine;
             let succ = e.capture();
             e.release(state);
             state = succ;
             let Some(next) = e.record_node(node, step.event, &step.choices, step.seed) else {
-                verdict = Some(false);
+                verdict = Some(None);
                 break;
             };
             node = next;
             e.set_node(node);
-            if !last {
-                continue;
+            run.push(step.clone());
+            if e.pruned() {
+                // The search does not look into a pruned state (nor do
+                // walks): a violation there is not one of this model.
+                verdict = Some(None);
+                break;
             }
-            verdict = Some(match record.kind {
-                ViolationKind::Deadlock => e.enabled().is_ok_and(|events| events.is_empty()),
-                _ => match e.enabled() {
-                    Err(r) if same(&r) => true,
-                    _ => e.check_state().is_some_and(|r| same(&r)),
-                },
-            });
+            let violation = match e.enabled() {
+                Err(r) => Some(r),
+                Ok(events) if events.is_empty() && record.kind == ViolationKind::Deadlock => {
+                    verdict = Some(Some(record.clone()));
+                    break;
+                }
+                Ok(_) => e.check_state(),
+            };
+            if let Some(r) = violation {
+                verdict = Some(same(&r).then_some(r));
+                break;
+            }
         }
-        e.release(state);
-        // No steps at all: the initial state would have to be the
+        self.engine.release(state);
+        // No step fitted: the initial state would have to be the
         // violation, which the search checks before any walk.
-        verdict.unwrap_or(false)
+        verdict.flatten().map(|r| (run, r))
     }
 }
 

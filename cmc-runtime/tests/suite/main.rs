@@ -33,6 +33,7 @@ mod thread_start;
 mod threads;
 mod transition_cache;
 mod violations;
+mod walk_shortening;
 
 /// The name the test harness gives the test at `path` (a `module_path!()`
 /// and a function name): without the crate's name, as `--exact` wants it
