@@ -36,7 +36,7 @@ impl<P: Process> Search<'_, '_, P> {
         // the states are evaluated again once their transitions ran.
         let sampled = known.is_none() && {
             self.evaluated += 1;
-            self.evaluated <= GUARD_SAMPLE_ALL || self.evaluated % GUARD_SAMPLE_EVERY == 0
+            guard_sample().takes(self.evaluated)
         };
         let (events, guards) = match known {
             Some(events) => (events, Vec::new()),
@@ -919,6 +919,49 @@ impl<P: Process> Search<'_, '_, P> {
 /// (the first [`GUARD_SAMPLE_ALL`]), then one in [`GUARD_SAMPLE_EVERY`].
 const GUARD_SAMPLE_ALL: u64 = 4096;
 const GUARD_SAMPLE_EVERY: u64 = 64;
+
+/// Which states have their guards evaluated a second time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GuardSample {
+    /// The first [`GUARD_SAMPLE_ALL`], then one in [`GUARD_SAMPLE_EVERY`]:
+    /// the default.
+    Sampled,
+    /// None (`CMC_GUARD_SAMPLE=off`).
+    Off,
+    /// Every state (`CMC_GUARD_SAMPLE=all`).
+    All,
+}
+
+impl GuardSample {
+    /// Whether the `n`-th state whose guards were evaluated (from 1) is
+    /// sampled.
+    fn takes(self, n: u64) -> bool {
+        match self {
+            GuardSample::Sampled => n <= GUARD_SAMPLE_ALL || n % GUARD_SAMPLE_EVERY == 0,
+            GuardSample::Off => false,
+            GuardSample::All => true,
+        }
+    }
+}
+
+/// The sampling of guards, from `CMC_GUARD_SAMPLE` (`off`, `sampled`, the
+/// default, or `all`): a knob for the bench that prices the sample
+/// (`scripts/price-guard-sample.sh`), not a setting for checks. An
+/// unknown value is said once and the default kept.
+fn guard_sample() -> GuardSample {
+    static SAMPLE: std::sync::OnceLock<GuardSample> = std::sync::OnceLock::new();
+    *SAMPLE.get_or_init(|| match std::env::var("CMC_GUARD_SAMPLE").as_deref() {
+        Err(_) | Ok("sampled") => GuardSample::Sampled,
+        Ok("off") => GuardSample::Off,
+        Ok("all") => GuardSample::All,
+        Ok(other) => {
+            eprintln!(
+                "cmc: CMC_GUARD_SAMPLE={other:?} is not off, sampled or all; guards are sampled"
+            );
+            GuardSample::Sampled
+        }
+    })
+}
 
 /// The violation of guards that enabled `events`, then `again` when
 /// evaluated again (`when`).
