@@ -222,6 +222,12 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
             "--strategy walk never ends by itself: give it --walks N or --time-limit SECS"
         );
     }
+    if args.strategy == Some(StrategyArg::Walk) && args.require_complete {
+        anyhow::bail!(
+            "--require-complete asks every search to cover all reachable states, and random \
+             walks (--strategy walk) never do: their verdict is always `bounded`"
+        );
+    }
     o.max_walks = args.walks;
     o.max_depth = args.max_depth;
     o.max_states = args.max_states;
