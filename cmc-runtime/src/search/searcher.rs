@@ -43,6 +43,8 @@ pub(super) struct Search<'e, 'm, P: Process> {
     pub(super) budget: Option<u64>,
     /// The transition count when memory was last looked at.
     pub(super) memory_checked: u64,
+    /// A reason to stop was found ([`Search::stop_requested`]).
+    pub(super) stopping: bool,
     pub(super) violations: Vec<Violation>,
     pub(super) seen_violations: HashSet<(ViolationKind, String, Option<String>)>,
     pub(super) start: Instant,
@@ -158,7 +160,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// another worker's halt, memory, time) every 64th.
     #[inline]
     pub(super) fn stop_requested(&mut self) -> bool {
-        if self.fatal.is_some() || self.halted {
+        if self.fatal.is_some() || self.halted || self.stopping {
             return true;
         }
         self.stop_ticks = self.stop_ticks.wrapping_add(1);
@@ -166,7 +168,13 @@ impl<P: Process> Search<'_, '_, P> {
             return self.state_bound_reached()
                 || (!self.violations.is_empty() && !self.engine.model().keep_going);
         }
-        self.stop_requested_now()
+        // Every reason to stop is for good (a bound, the budget, the time,
+        // a signal): remembered, so that the calls in between see it too.
+        // Forgotten, a search whose states have many transitions (a
+        // `choose(25)`) went on past its memory budget and its time limit
+        // between one 64th call and the next.
+        self.stopping = self.stop_requested_now();
+        self.stopping
     }
 
     /// [`Search::stop_requested`]'s checks of every 64th call.
@@ -608,6 +616,7 @@ pub(super) fn search<P: Process>(
         }
         .map(|b| b / par.map_or(1, |p| p.coord.workers as u64)),
         memory_checked: 0,
+        stopping: false,
         violations: Vec::new(),
         seen_violations: HashSet::new(),
         start,

@@ -20,6 +20,7 @@ mod globals;
 mod identity;
 mod layout;
 mod memory;
+mod memory_budget;
 mod misbehaving;
 mod models;
 mod parallel;
