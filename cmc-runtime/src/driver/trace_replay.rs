@@ -417,13 +417,16 @@ pub(crate) fn replay_isolated<P: Process>(
     let names_of = Names::of(model, trace.fingerprint.or(model.fingerprint));
     let step = done.checked_sub(1).and_then(|k| trace.steps.get(k));
     let names = step.map(|s| (s.handler.as_str(), s.actor.as_str()));
-    let culprit = (ended.how != isolate::How::Signal(libc::SIGKILL))
+    let outside = (ended.how == isolate::How::Signal(libc::SIGKILL)
+        && ended.self_signal != Some(libc::SIGKILL))
+        || ended.how == isolate::How::Exit(crate::sys::process::CHECKER_FAILED);
+    let culprit = (!outside)
         .then(|| blame(&names_of, ended.phase, names))
         .flatten();
     let Some((property, who)) = culprit else {
         return Err(CheckError::Isolation(no_culprit(&ended)));
     };
-    let (kind, message) = ending(ended.how, &who, &ended.stderr);
+    let (kind, message) = ending(ended.how, ended.self_signal, &who, &ended.stderr);
     let record = ViolationRecord {
         kind,
         property,

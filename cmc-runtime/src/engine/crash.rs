@@ -85,7 +85,12 @@ pub(crate) fn stderr_tail(stderr: &str) -> String {
 
 /// What happened to user code `who`, by how the child ended: the kind of
 /// violation and its message.
-pub(crate) fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKind, String) {
+pub(crate) fn ending(
+    how: isolate::How,
+    self_signal: Option<i32>,
+    who: &str,
+    stderr: &str,
+) -> (ViolationKind, String) {
     let tail = stderr_tail(stderr);
     let said = if tail.is_empty() {
         String::new()
@@ -93,6 +98,13 @@ pub(crate) fn ending(how: isolate::How, who: &str, stderr: &str) -> (ViolationKi
         format!(" ({tail})")
     };
     match how {
+        isolate::How::Signal(signal) if self_signal == Some(signal) => (
+            ViolationKind::Crash,
+            format!(
+                "{who} crashed: killed by {}, which it sent its own process{said}",
+                isolate::signal_name(signal)
+            ),
+        ),
         isolate::How::Signal(signal) => (
             ViolationKind::Crash,
             format!(
@@ -216,7 +228,15 @@ pub(crate) fn blame<P: Process>(
 /// Why a child that ended without a result is nobody's fault in the user's
 /// code (the operating system, or cmc itself).
 pub(crate) fn no_culprit(ended: &isolate::Ended) -> String {
+    let failure = ended
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(crate::sys::process::CHECKER_FAILURE));
     match ended.how {
+        isolate::How::Exit(crate::sys::process::CHECKER_FAILED) => format!(
+            "cmc's own machinery failed, not user code: {}",
+            failure.unwrap_or("(it did not say how)")
+        ),
         isolate::How::Signal(libc::SIGKILL) => "the checking process was killed by SIGKILL \
              from outside cmc — most likely the kernel's out-of-memory killer (lower the \
              state bound, or set --max-memory)"
@@ -244,7 +264,13 @@ pub(crate) fn culprit<P: Process>(
     ended: &isolate::Ended,
 ) -> Result<(Vec<RawStep>, ViolationRecord), String> {
     let phase = ended.phase;
-    if ended.how == isolate::How::Signal(libc::SIGKILL) {
+    // SIGKILL comes from outside (the out-of-memory killer, a user),
+    // unless user code sent it to its own process; a checker that failed
+    // says so and exits with a status of its own.
+    if (ended.how == isolate::How::Signal(libc::SIGKILL)
+        && ended.self_signal != Some(libc::SIGKILL))
+        || ended.how == isolate::How::Exit(crate::sys::process::CHECKER_FAILED)
+    {
         return Err(no_culprit(ended));
     }
     let unavailable = || {
@@ -277,7 +303,7 @@ pub(crate) fn culprit<P: Process>(
         names.as_ref().map(|(h, a)| (h.as_str(), a.as_str())),
     )
     .ok_or_else(|| no_culprit(ended))?;
-    let (kind, message) = ending(ended.how, &who, &ended.stderr);
+    let (kind, message) = ending(ended.how, ended.self_signal, &who, &ended.stderr);
     Ok((
         steps,
         ViolationRecord {

@@ -37,6 +37,8 @@ const STAT_UNIQUE: usize = STATUS_AT + 6;
 const STAT_TRANSITIONS: usize = STATUS_AT + 7;
 const STAT_DEPTH: usize = STATUS_AT + 8;
 const STAT_GENERATED: usize = STATUS_AT + 9;
+/// The last signal user code sent its own process (0: none).
+const SELF_SIGNAL: usize = STATUS_AT + 10;
 /// Words of the log.
 const LOG_WORDS: usize = STATUS_AT + STATUS;
 const MAGIC: u64 = 0x636d_635f_6c6f_6721;
@@ -400,6 +402,8 @@ pub(crate) struct Ended {
     pub(crate) phase: Phase,
     pub(crate) phase_ancestry: Option<Vec<LoggedStep>>,
     pub(crate) published: Published,
+    /// The last signal user code sent its own process, if it did.
+    pub(crate) self_signal: Option<i32>,
     pub(crate) streamed: Vec<String>,
     pub(crate) stderr: String,
 }
@@ -491,6 +495,13 @@ pub(crate) fn run_in_children(
                 crate::memory::threads::after_fork_in_child();
                 crate::memory::arena::after_fork_in_child();
                 LOG.with(|l| l.set(&log));
+                process::enter_isolated_child();
+                // SAFETY: the child never leaves this block (it ends with
+                // `exit_child` below, without dropping the log), so the
+                // log's mapping stays for the rest of the process.
+                let word: &'static AtomicU64 =
+                    unsafe { &*(log.word(SELF_SIGNAL) as *const AtomicU64) };
+                process::note_self_signals_in(word);
                 // A panic must not unwind out of the child into the code the
                 // parent was running (it would go on as a second copy of it).
                 let work = std::panic::AssertUnwindSafe(|| work(index));
@@ -614,6 +625,10 @@ pub(crate) fn run_in_children(
             phase,
             phase_ancestry,
             published: log.published(),
+            self_signal: match log.word(SELF_SIGNAL).load(Ordering::Acquire) {
+                0 => None,
+                signal => Some(signal as i32),
+            },
             streamed,
             stderr,
         })))

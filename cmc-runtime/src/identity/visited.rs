@@ -118,13 +118,30 @@ impl<K: Key> Slots<K> {
         let bytes = len * K::BYTES;
         // A fresh anonymous private mapping, which the kernel fills with
         // zeros (empty slots: the key 0).
-        let p = crate::sys::map_zeroed(bytes, false)
-            .unwrap_or_else(|e| panic!("cmc: cannot map {bytes} bytes for the visited set: {e}"));
+        let p = injected_map_failure()
+            .map_or_else(|| crate::sys::map_zeroed(bytes, false), Err)
+            .unwrap_or_else(|e| {
+                crate::sys::process::checker_failure(&format!(
+                    "cannot map {bytes} bytes for the visited set: {e}"
+                ))
+            });
         Slots {
             ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returned null"),
             len,
         }
     }
+}
+
+/// Fault injection for the tests of cmc's own failures: with
+/// `CMC_FAULT_VISITED_MAP=K`, the K-th mapping of a visited table in this
+/// process (from 1) is refused, as the kernel refuses one under
+/// `ulimit -v`.
+fn injected_map_failure() -> Option<std::io::Error> {
+    static MAPS: AtomicU64 = AtomicU64::new(0);
+    let n = MAPS.fetch_add(1, Ordering::Relaxed) + 1;
+    let _sys = crate::sys::scope::system_scope();
+    let k: u64 = std::env::var("CMC_FAULT_VISITED_MAP").ok()?.parse().ok()?;
+    (n == k).then(|| std::io::Error::from_raw_os_error(libc::ENOMEM))
 }
 
 impl<K> std::ops::Deref for Slots<K> {

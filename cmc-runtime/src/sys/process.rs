@@ -141,6 +141,84 @@ pub(crate) fn write_all(fd: i32, bytes: &[u8]) {
     }
 }
 
+/// Where the signal user code sends its own process is noted: a word of
+/// the isolated run's crash log (shared with the parent), or null.
+static SELF_SIGNAL: std::sync::atomic::AtomicPtr<std::sync::atomic::AtomicU64> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Notes every signal user code sends its own process in `word` from now
+/// on (in an isolated run's child: a word of its crash log, so that the
+/// parent can tell a handler that killed its process from a killer
+/// outside it). `word` must stay mapped for the rest of the process.
+pub(crate) fn note_self_signals_in(word: &'static std::sync::atomic::AtomicU64) {
+    SELF_SIGNAL.store(
+        word as *const std::sync::atomic::AtomicU64 as *mut _,
+        Ordering::Release,
+    );
+}
+
+/// The exit status of an isolated child whose checker failed (a resource
+/// cmc needed was refused): not user code's fault.
+pub(crate) const CHECKER_FAILED: i32 = 86;
+
+/// The prefix of the line such a child writes on its standard error.
+pub(crate) const CHECKER_FAILURE: &str = "cmc: checker failure: ";
+
+/// Whether this process is an isolated run's child.
+static ISOLATED_CHILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks this process as an isolated run's child (see [`checker_failure`]).
+pub(crate) fn enter_isolated_child() {
+    ISOLATED_CHILD.store(true, Ordering::Relaxed);
+}
+
+/// Ends the run because cmc's own machinery failed (`message` names the
+/// resource: a mapping refused, say), whatever user code was running: in
+/// an isolated run's child, the line [`CHECKER_FAILURE`] `message` on
+/// standard error and the exit status [`CHECKER_FAILED`], which the parent
+/// reports as cmc's failure, never as a violation; in-process, a panic.
+pub(crate) fn checker_failure(message: &str) -> ! {
+    if ISOLATED_CHILD.load(Ordering::Relaxed) {
+        write_all(2, CHECKER_FAILURE.as_bytes());
+        write_all(2, message.as_bytes());
+        write_all(2, b"\n");
+        exit_child(CHECKER_FAILED);
+    }
+    panic!("cmc: {message}")
+}
+
+/// Notes that user code is sending `signal` to its own process.
+pub(crate) fn note_self_signal(signal: i32) {
+    let word = SELF_SIGNAL.load(Ordering::Acquire);
+    if !word.is_null() {
+        // SAFETY: `note_self_signals_in` was given a word that stays
+        // mapped for the rest of the process.
+        unsafe { &*word }.store(signal as u64, Ordering::Release);
+    }
+}
+
+/// `kill(2)` itself, past cmc's interposed `kill`.
+pub(crate) fn send_signal(pid: libc::pid_t, signal: libc::c_int) -> libc::c_int {
+    // SAFETY: the kill system call takes two integers and touches no
+    // memory of ours.
+    unsafe { libc::syscall(libc::SYS_kill, pid, signal) as libc::c_int }
+}
+
+/// `raise(3)` itself, past cmc's interposed `raise`: the signal to this
+/// thread.
+pub(crate) fn raise_signal(signal: libc::c_int) -> libc::c_int {
+    // SAFETY: tgkill takes three integers and touches no memory of ours;
+    // the ids are this process's and this thread's.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            crate::sys::real_pid(),
+            libc::gettid(),
+            signal,
+        ) as libc::c_int
+    }
+}
+
 /// The signal that asked the run to stop, or 0.
 static STOP: AtomicI32 = AtomicI32::new(0);
 

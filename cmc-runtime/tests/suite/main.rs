@@ -12,6 +12,7 @@ mod common;
 
 mod allocator;
 mod canon;
+mod checker_failures;
 mod clock;
 mod depth_bound;
 mod env_misfit;

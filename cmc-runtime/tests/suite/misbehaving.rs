@@ -34,6 +34,11 @@ enum Kind {
     Rare,
     /// The handler stores the address of one of its locals.
     StackAddress,
+    /// The handler sends SIGKILL to its own process at its second step,
+    /// with `kill(getpid(), SIGKILL)` (`getpid` is virtual in user code).
+    KillSelf,
+    /// The handler raises SIGKILL at its second step (`raise`).
+    RaiseKill,
     /// The invariant fails after two steps, and the process's `Debug`
     /// (which the trace shows) never returns in that state.
     DebugSpin,
@@ -79,6 +84,14 @@ impl Wild {
                 spin();
             }
             (Kind::Exit, 2) => std::process::exit(3),
+            // SAFETY: plain system calls; the signal ends the process.
+            (Kind::KillSelf, 2) => unsafe {
+                libc::kill(std::process::id() as libc::pid_t, libc::SIGKILL);
+            },
+            // SAFETY: as above.
+            (Kind::RaiseKill, 2) => unsafe {
+                libc::raise(libc::SIGKILL);
+            },
             (Kind::FailThenCrash, 3) if self.id == 0 => segfault(),
             (Kind::Rare, 2) => self.data = calls() / 3,
             (Kind::StackAddress, 2) => {
@@ -216,6 +229,22 @@ fn exit_in_a_handler_is_a_violation_with_its_trace() {
         2,
         "handler act of process 0 ended the checking process with exit status 3",
     );
+}
+
+#[test]
+fn a_handler_that_kills_its_own_process_is_a_crash_with_its_trace() {
+    // SIGKILL alone would be the kernel's out-of-memory killer, a killer
+    // outside cmc: sent by the handler to its own process, it is the
+    // handler's crash, and it replays.
+    for kind in [Kind::KillSelf, Kind::RaiseKill] {
+        expect(
+            kind,
+            ViolationKind::Crash,
+            "act",
+            2,
+            "handler act of process 0 crashed: killed by SIGKILL (killed), which it sent its own process",
+        );
+    }
 }
 
 #[test]
