@@ -1686,6 +1686,12 @@ fn sigint_and_sigterm_stop_the_search_with_its_statistics_and_leave_nothing_runn
             stdout.contains(&format!("stopped early: interrupted by {name}")),
             "{name}: {stdout}"
         );
+        // The search stops between transitions: nothing it ran is blamed
+        // for the time it took to stop.
+        assert!(
+            !stdout.contains("a second after") && !stdout.contains("had been running"),
+            "{name}: {stdout}"
+        );
         let summary = stdout.lines().last().unwrap_or_default();
         assert!(
             summary_re(summary, "fixture_misbehaving::endless", "interrupted"),

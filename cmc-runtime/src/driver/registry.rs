@@ -158,7 +158,7 @@ pub mod private {
                         format!("did not return within {} s", limit.as_secs_f64())
                     }
                     crate::engine::isolate::How::Deadline => "did not return".to_string(),
-                    crate::engine::isolate::How::Interrupted(s) => {
+                    crate::engine::isolate::How::Interrupted(s, _) => {
                         format!(
                             "was interrupted by {}",
                             crate::engine::isolate::signal_name(s)

@@ -131,10 +131,21 @@ pub(crate) fn ending(
             ViolationKind::Timeout,
             format!("{who} was still running at the time limit"),
         ),
-        isolate::How::Interrupted(signal) => (
+        isolate::How::Interrupted(signal, true) => (
             ViolationKind::Timeout,
             format!(
-                "{who} was still running a second after {}",
+                "{who} had been running for more than a second when {} asked the search to \
+                 stop; it was stopped",
+                isolate::signal_name(signal)
+            ),
+        ),
+        // The code running when the child was killed had only just started:
+        // the child was slow to stop, not that code.
+        isolate::How::Interrupted(signal, false) => (
+            ViolationKind::Timeout,
+            format!(
+                "the search had not stopped a second after {}, and was stopped (while {who} \
+                 ran, which had just started)",
                 isolate::signal_name(signal)
             ),
         ),

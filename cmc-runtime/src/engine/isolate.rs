@@ -377,8 +377,10 @@ pub(crate) enum How {
     /// The parent stopped it: user code was still running at the deadline.
     Deadline,
     /// The parent stopped it: this signal (SIGINT, SIGTERM) asked the run
-    /// to stop, and user code did not return within a second.
-    Interrupted(i32),
+    /// to stop, and the child had not stopped a second later; `true` when
+    /// the code it was running had been running all that second (without
+    /// a heartbeat), `false` when the child was busy with other work.
+    Interrupted(i32, bool),
 }
 
 pub(crate) use crate::sys::process::{catch_stop_signals, stop_signal};
@@ -577,7 +579,7 @@ pub(crate) fn run_in_children(
             let stuck = now.duration_since(c.beat.1);
             let how = match (watch.transition_timeout, watch.deadline, asked) {
                 (_, _, Some((signal, at))) if now.duration_since(at) >= Duration::from_secs(1) => {
-                    Some(How::Interrupted(signal))
+                    Some(How::Interrupted(signal, stuck >= Duration::from_secs(1)))
                 }
                 (Some(limit), _, _) if stuck >= limit => Some(How::Hung(limit)),
                 (_, Some(deadline), _) if now >= deadline => Some(How::Deadline),

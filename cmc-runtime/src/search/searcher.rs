@@ -806,7 +806,7 @@ pub(super) fn ended_result<P: Process>(
                 Verdict::Violation
             }
         }
-        Ok((_, record)) if matches!(ended.how, isolate::How::Interrupted(_)) => {
+        Ok((_, record)) if matches!(ended.how, isolate::How::Interrupted(..)) => {
             stopped = Some(record.message);
             if violations.is_empty() {
                 Verdict::Interrupted
