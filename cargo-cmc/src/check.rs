@@ -422,6 +422,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
     let mut violation = false;
     let mut failed = false;
     let mut incomplete = false;
+    let mut traces_saved = 0usize;
     let mut emitted = false;
     for (harness, model) in selected {
         if crate::harness::caught().is_some() {
@@ -462,6 +463,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
             }
         };
         let saved = save(&project, &options, &result)?;
+        traces_saved += saved.len();
         out.result(&result, &saved, &|s| {
             replay_command(&project, &s.trace_file)
         });
@@ -488,10 +490,13 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
         incomplete |= result.verdict == cmc::Verdict::Bounded;
     }
     if let Some(signal) = crate::harness::caught() {
-        report_warning(
-            json,
-            &format!("stopped by signal {signal}; the traces found so far are saved"),
-        );
+        // Only what was written is said to be saved.
+        let what = match traces_saved {
+            0 => "no violation was found before it, so no trace was saved".to_string(),
+            1 => "the trace found before it is saved (its path is above)".to_string(),
+            n => format!("the {n} traces found before it are saved (their paths are above)"),
+        };
+        report_warning(json, &format!("stopped by signal {signal}; {what}"));
         return Ok(stopped_by(signal));
     }
     if args.emit_test.is_some() && !emitted {

@@ -1686,6 +1686,11 @@ fn sigint_and_sigterm_stop_the_search_with_its_statistics_and_leave_nothing_runn
             stdout.contains(&format!("stopped early: interrupted by {name}")),
             "{name}: {stdout}"
         );
+        // Nothing was found, so nothing is said to be saved.
+        assert!(
+            stderr.contains("no violation was found before it, so no trace was saved"),
+            "{name}: {stderr}"
+        );
         // The search stops between transitions: nothing it ran is blamed
         // for the time it took to stop.
         assert!(
