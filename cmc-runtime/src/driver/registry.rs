@@ -87,8 +87,10 @@ pub fn regression_test(model: &str, trace: &str) {
         .violation
         .clone()
         .unwrap_or_else(|| panic!("the emitted trace records no violation: emit it again"));
-    let mut options = RunOptions::default();
-    options.isolate = true;
+    let options = RunOptions {
+        isolate: true,
+        ..RunOptions::default()
+    };
     match entry.replay(&options, &trace) {
         Ok(ReplayOutcome::Reproduced(v))
             if v.kind == recorded.kind && v.property == recorded.property =>
