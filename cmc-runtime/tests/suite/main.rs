@@ -33,7 +33,6 @@ mod reproducible;
 mod signals;
 mod thread_start;
 mod threads;
-mod transition_cache;
 mod violations;
 mod walk_shortening;
 

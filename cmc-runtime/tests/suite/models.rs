@@ -1,8 +1,10 @@
 //! Models with hand-computed exact results, written with hand-made handler
 //! tables (the macros generate the same tables).
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::hash::Hash;
+
+use crate::common::librarian::librarian;
 
 use cmc::{
     Ctx, Handler, Invariant, Model, NetworkConfig, Process, ReplayOutcome, Strategy, Verdict, View,
@@ -528,95 +530,6 @@ fn ping_pong_reference() -> usize {
 
 // ---------------------------------------------------------------- heap-heavy
 
-/// A process whose state is all heap: derives nothing.
-#[allow(
-    clippy::vec_box,
-    reason = "a Vec of Boxes is the heap shape this model exercises"
-)]
-struct Librarian {
-    shrinks: bool,
-    shelves: Vec<Box<[u16; 3]>>,
-    index: BTreeMap<String, usize>,
-    log: String,
-    chain: Option<Box<Link>>,
-}
-
-struct Link {
-    value: u8,
-    next: Option<Box<Link>>,
-}
-
-impl Librarian {
-    fn add(&mut self, _: &mut Ctx<'_, Self>) {
-        let n = self.shelves.len();
-        let which = cmc::choose(2);
-        self.shelves.push(Box::new([n as u16, which as u16, 7]));
-        self.index.insert(format!("book-{n}-{which}"), n);
-        self.log.push_str(if which == 0 { "a" } else { "b" });
-        self.chain = Some(Box::new(Link {
-            value: n as u8,
-            next: self.chain.take(),
-        }));
-    }
-
-    fn can_add(&self, _: &View<'_, Self>) -> bool {
-        self.shelves.len() < 3
-    }
-
-    fn drop_last(&mut self, _: &mut Ctx<'_, Self>) {
-        self.shelves.pop();
-        let key = self.index.keys().next_back().cloned();
-        if let Some(k) = key {
-            self.index.remove(&k);
-        }
-        self.log.pop();
-        if let Some(link) = self.chain.take() {
-            self.chain = link.next;
-            let _ = link.value;
-        }
-    }
-
-    fn can_drop(&self, _: &View<'_, Self>) -> bool {
-        self.shrinks && !self.shelves.is_empty()
-    }
-}
-
-impl Process for Librarian {
-    type Msg = ();
-    type Shared = ();
-    fn handlers() -> Vec<Handler<Self>> {
-        vec![
-            Handler::new("add", Librarian::add).guard(Librarian::can_add),
-            Handler::new("drop_last", Librarian::drop_last).guard(Librarian::can_drop),
-        ]
-    }
-    fn invariants() -> Vec<Invariant<Self>> {
-        vec![Invariant::new("consistent", |l| {
-            if l.shelves.len() == l.index.len() && l.log.len() == l.shelves.len() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{} shelves, {} index entries, log {:?}",
-                    l.shelves.len(),
-                    l.index.len(),
-                    l.log
-                ))
-            }
-        })]
-    }
-}
-
-fn librarian(shrinks: bool) -> Model<Librarian> {
-    Model::new("librarian", 1, move |_| Librarian {
-        shrinks,
-        shelves: Vec::new(),
-        index: BTreeMap::new(),
-        log: String::new(),
-        chain: None,
-    })
-    .detect_leaks(true)
-}
-
 #[test]
 fn a_heap_heavy_model_that_only_grows_has_exactly_15_states() {
     // Only `add`: every state is reached by exactly one history, so its
@@ -1139,46 +1052,6 @@ fn fingerprint_modes_count_what_they_promise() {
     // the count shows it (only whether a is full is kept).
     let coarse = count(slots().abstraction(|s: &Slots| s.a.is_some()));
     assert_eq!(coarse, (2, Some(Abstract)));
-}
-
-#[test]
-fn the_librarian_in_every_mode() {
-    use cmc::FingerprintMode::{Bytes, Heap};
-    // The librarian's splits come from stale bytes, not placement: a popped
-    // element stays in the spare capacity of its Vec, String or B-tree
-    // node, which no canonicalization without types can tell from live
-    // data. Heap fingerprints therefore count what bytes count; an
-    // abstraction of the logical content counts the 15 logical states, and
-    // so does the typed walk, which knows the types.
-    let count = |m: Model<Librarian>| m.check().unwrap().stats.unique;
-    assert_eq!(count(librarian(true).fingerprint(Bytes)), 49);
-    assert_eq!(count(librarian(true).fingerprint(Heap)), 49);
-    let logical = librarian(true).abstraction(|l: &Librarian| {
-        let mut chain = Vec::new();
-        let mut at = &l.chain;
-        while let Some(link) = at {
-            chain.push(link.value);
-            at = &link.next;
-        }
-        (l.shelves.clone(), l.index.clone(), l.log.clone(), chain)
-    });
-    assert_eq!(count(logical), 15);
-    // The typed walk (the default for a type with no Debug, Hash or
-    // StateHash) reads live elements only: the 15, with no abstraction.
-    let typed = librarian(true).check().unwrap();
-    assert_eq!(typed.stats.fingerprint, Some(cmc::FingerprintMode::Typed));
-    assert_eq!(typed.stats.unique, 15);
-    assert_eq!(
-        count(librarian(true).strategy(Strategy::Bfs)),
-        15,
-        "breadth-first"
-    );
-    // Hash needs the type to implement Hash; the librarian does not.
-    let err = librarian(true)
-        .fingerprint(cmc::FingerprintMode::Hash)
-        .check()
-        .unwrap_err();
-    assert!(err.to_string().contains("implement Hash"), "{err}");
 }
 
 /// Processes 0 and 1 each send process 2 a heap-allocated message, once, in

@@ -49,3 +49,45 @@ fn membership_counts_the_same_as_by_debug() {
 fn roles_count_the_same() {
     same_count("two_clients", tutorial::roles::two_clients);
 }
+
+#[test]
+fn the_librarian_in_every_mode() {
+    use crate::common::librarian::{librarian, Librarian};
+    use cmc::FingerprintMode::{Bytes, Heap};
+    use cmc::Strategy;
+    // The librarian's splits come from stale bytes, not placement: a popped
+    // element stays in the spare capacity of its Vec, String or B-tree
+    // node, which no canonicalization without types can tell from live
+    // data. Heap fingerprints therefore count what bytes count; an
+    // abstraction of the logical content counts the 15 logical states, and
+    // so does the typed walk, which knows the types.
+    let count = |m: Model<Librarian>| m.check().unwrap().stats.unique;
+    assert_eq!(count(librarian(true).fingerprint(Bytes)), 49);
+    assert_eq!(count(librarian(true).fingerprint(Heap)), 49);
+    let logical = librarian(true).abstraction(|l: &Librarian| {
+        let mut chain = Vec::new();
+        let mut at = &l.chain;
+        while let Some(link) = at {
+            chain.push(link.value);
+            at = &link.next;
+        }
+        (l.shelves.clone(), l.index.clone(), l.log.clone(), chain)
+    });
+    assert_eq!(count(logical), 15);
+    // The typed walk (the default for a type with no Debug, Hash or
+    // StateHash) reads live elements only: the 15, with no abstraction.
+    let typed = librarian(true).check().unwrap();
+    assert_eq!(typed.stats.fingerprint, Some(FingerprintMode::Typed));
+    assert_eq!(typed.stats.unique, 15);
+    assert_eq!(
+        count(librarian(true).strategy(Strategy::Bfs)),
+        15,
+        "breadth-first"
+    );
+    // Hash needs the type to implement Hash; the librarian does not.
+    let err = librarian(true)
+        .fingerprint(FingerprintMode::Hash)
+        .check()
+        .unwrap_err();
+    assert!(err.to_string().contains("implement Hash"), "{err}");
+}

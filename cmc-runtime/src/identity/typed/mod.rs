@@ -90,8 +90,10 @@ fn with_state<T, R>(
 }
 
 /// A check begins: what earlier checks learnt about memory outside the
-/// arenas is forgotten.
-pub(crate) fn new_check() {
+/// arenas is forgotten. The engine calls it when it starts; a caller of
+/// [`typed_hash`] outside a check (a test of the walk) calls it before
+/// each value that is a check of its own.
+pub fn new_check() {
     values::new_check();
     STATE.with(|cell| {
         if let Some(st) = cell.borrow_mut().as_mut() {
@@ -248,6 +250,3 @@ fn children(s: &dwarf::Shape) -> Vec<TyId> {
         _ => std::vec::Vec::new(),
     }
 }
-
-#[cfg(test)]
-mod tests;

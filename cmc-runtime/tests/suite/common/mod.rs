@@ -1,2 +1,3 @@
 pub mod auto;
+pub mod librarian;
 pub mod probe;

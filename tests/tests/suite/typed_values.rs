@@ -1,5 +1,8 @@
 //! The typed walk against what a value means: equal values with different
-//! bytes fingerprint alike, any change to a value changes it.
+//! bytes fingerprint alike, any change to a value changes it. (Here, not
+//! in the runtime's unit tests: the walk reads the type descriptions of
+//! the crate that defines a type, and only this package is built with full
+//! debugging information; see the workspace manifest.)
 // The fields are read by the walk, through the type information.
 #![allow(dead_code)]
 
@@ -8,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::*;
+use cmc::identity::typed::{available, describe, guesses, new_check, typed_hash};
+use cmc::StateHasher;
 
 /// The typed fingerprint of `v`. These values live outside any arena,
 /// where a check takes an object's meaning once (see `Scratch::outside`):
