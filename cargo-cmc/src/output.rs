@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cmc::progress::Progress;
-use cmc::{CheckResult, Step, StepKind};
+use cmc::{CheckResult, MemoryUse, Step, StepKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -48,6 +48,57 @@ pub(crate) fn human_bytes(n: usize) -> String {
     } else {
         format!("{:.0} KiB", n / 1024.0)
     }
+}
+
+/// The owners of the checker's memory, by name, with their bytes.
+fn memory_owners(m: &MemoryUse) -> [(&'static str, u64); 8] {
+    [
+        ("visited", m.visited),
+        ("frontier", m.frontier),
+        ("records", m.records),
+        ("pages", m.pages),
+        ("page_index", m.page_index),
+        ("tree", m.tree),
+        ("caches", m.caches),
+        ("other", m.other()),
+    ]
+}
+
+/// The memory by owner, for `--message-format json`: bytes and bytes per
+/// state of each owner, at the reading of the largest resident memory.
+fn memory_json(m: &MemoryUse) -> serde_json::Value {
+    let per = |b: u64| b as f64 / m.states.max(1) as f64;
+    let mut owners = serde_json::Map::new();
+    for (name, bytes) in memory_owners(m) {
+        owners.insert(
+            name.to_string(),
+            json!({ "bytes": bytes, "per_state": (per(bytes) * 10.0).round() / 10.0 }),
+        );
+    }
+    json!({
+        "resident_bytes": m.resident,
+        "states": m.states,
+        "bytes_per_state": (per(m.resident) * 10.0).round() / 10.0,
+        "owners": owners,
+    })
+}
+
+/// The memory by owner, in a line: resident bytes per state and each
+/// owner's share.
+fn memory_line(m: &MemoryUse) -> String {
+    let per = |b: u64| b as f64 / m.states.max(1) as f64;
+    let owners: Vec<String> = memory_owners(m)
+        .iter()
+        .filter(|(_, b)| *b > 0)
+        .map(|(name, b)| format!("{name} {:.0}", per(*b)))
+        .collect();
+    format!(
+        "memory at its largest: {} at {} states, {:.0} bytes per state ({})",
+        human_bytes(m.resident as usize),
+        m.states,
+        per(m.resident),
+        owners.join(", ")
+    )
 }
 
 fn describe(p: &Progress) -> String {
@@ -172,6 +223,7 @@ impl Output {
                         "max_depth": result.stats.max_depth,
                         "elapsed_s": result.stats.elapsed.as_secs_f64(),
                         "peak_memory_bytes": result.stats.peak_memory_bytes,
+                        "memory": memory_json(&result.stats.memory),
                         "walks": result.stats.walks,
                         "jobs": result.stats.jobs.max(1),
                         "replayed": result.stats.replayed,
@@ -226,6 +278,9 @@ impl Output {
                              them after a longer one (under the depth bound)",
                             result.model, result.stats.revisited
                         );
+                    }
+                    if result.stats.memory.states > 0 {
+                        println!("{}: {}", result.model, memory_line(&result.stats.memory));
                     }
                     if result.stats.slept > 0 || result.stats.reexpanded > 0 {
                         println!(

@@ -270,6 +270,7 @@ fn the_json_result_object_has_every_promised_field() {
             "max_depth",
             "elapsed_s",
             "peak_memory_bytes",
+            "memory",
             "walks",
             "jobs",
             "replayed",
@@ -285,6 +286,34 @@ fn the_json_result_object_has_every_promised_field() {
             "fingerprint",
             "sources"
         ]
+    );
+    // The memory by owner, at the largest reading: every owner, bytes
+    // and bytes per state, and the resident figure they divide.
+    let memory = &result["memory"];
+    let owners: Vec<&str> = memory["owners"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            "visited",
+            "frontier",
+            "records",
+            "pages",
+            "page_index",
+            "tree",
+            "caches",
+            "other"
+        ]
+    );
+    assert!(memory["resident_bytes"].as_u64().unwrap() > 0, "{memory}");
+    assert_eq!(memory["states"], result["unique_states"], "{memory}");
+    assert!(
+        memory["owners"]["visited"]["bytes"].as_u64().unwrap() > 0,
+        "{memory}"
     );
     // One entry per role with state (the fixture shares nothing), each
     // with the source of identity the check used: the process type derives

@@ -57,8 +57,8 @@ pub mod registry {
 
 pub use crate::driver::trace_replay::ReplayOutcome;
 pub use crate::engine::trace::{
-    BuildInfo, CheckResult, Sent, Stats, Step, StepKind, Trace, Verdict, Violation, ViolationKind,
-    ViolationRecord, TRACE_VERSION,
+    BuildInfo, CheckResult, MemoryUse, Sent, Stats, Step, StepKind, Trace, Verdict, Violation,
+    ViolationKind, ViolationRecord, TRACE_VERSION,
 };
 pub use crate::engine::CheckError;
 pub use crate::identity::StateHash;
@@ -188,7 +188,8 @@ pub mod __bench {
 
         /// Stores (or finds) a page whose hash is already known.
         pub fn intern(&mut self, bytes: &[u8], hash: u128) -> u32 {
-            self.0.intern(bytes, hash, |_| 0)
+            self.0
+                .intern(bytes, hash, |_| 0, crate::memory::store::NO_PAGE)
         }
 
         /// Drops one reference.

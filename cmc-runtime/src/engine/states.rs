@@ -188,6 +188,11 @@ impl<'m, P: Process> Engine<'m, P> {
         self.tree.full()
     }
 
+    /// Bytes of the search tree written so far.
+    pub(crate) fn tree_bytes(&self) -> usize {
+        self.tree.bytes()
+    }
+
     /// How many more nodes the search tree can hold.
     pub(crate) fn tree_room(&self) -> usize {
         self.tree.room()

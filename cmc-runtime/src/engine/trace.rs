@@ -541,6 +541,71 @@ pub struct Stats {
     /// the bound is reached, as breadth-first search reaches it).
     #[serde(default)]
     pub revisited: u64,
+    /// Where the search's memory went, at the reading of its largest
+    /// resident memory (see [`MemoryUse`]).
+    #[serde(default)]
+    pub memory: MemoryUse,
+}
+
+/// The checker's memory by owner, in bytes, at one reading of the
+/// resident memory of the process that searched: what each structure
+/// holds, counted from its sizes (the allocator's rounding left out), and
+/// the rest. A parallel search's figures are its workers' sums.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MemoryUse {
+    /// The resident memory at the reading (`VmRSS`).
+    pub resident: u64,
+    /// Unique states stored at the reading.
+    pub states: u64,
+    /// The visited set (fingerprints).
+    pub visited: u64,
+    /// The frontier's entries (the states to expand, as references).
+    pub frontier: u64,
+    /// The records states are built from: one per state, one per arena
+    /// that changed, and the lists of page ids.
+    pub records: u64,
+    /// The contents of the stored pages.
+    pub pages: u64,
+    /// The page store's own structures (slots, index, spare buffers).
+    pub page_index: u64,
+    /// The search tree (parents and steps, for traces).
+    pub tree: u64,
+    /// Caches (the transition cache, guard results, sleep sets, depths).
+    pub caches: u64,
+}
+
+impl MemoryUse {
+    /// Everything but the resident figure, summed: what the checker's
+    /// structures hold.
+    pub fn counted(&self) -> u64 {
+        self.visited
+            + self.frontier
+            + self.records
+            + self.pages
+            + self.page_index
+            + self.tree
+            + self.caches
+    }
+
+    /// Resident bytes no structure accounts for (code, libraries, the
+    /// allocator's slack, the arenas themselves).
+    pub fn other(&self) -> u64 {
+        self.resident.saturating_sub(self.counted())
+    }
+
+    /// Sums two workers' figures.
+    pub fn add(&mut self, o: &MemoryUse) {
+        self.resident += o.resident;
+        self.states += o.states;
+        self.visited += o.visited;
+        self.frontier += o.frontier;
+        self.records += o.records;
+        self.pages += o.pages;
+        self.page_index += o.page_index;
+        self.tree += o.tree;
+        self.caches += o.caches;
+    }
 }
 
 impl Stats {

@@ -207,8 +207,7 @@ impl Tree {
 
     /// Bytes of the mapping written so far (what the tree costs in memory,
     /// to the page).
-    #[cfg(test)]
-    fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         let count = |i| self.word(i).load(Ordering::Relaxed) as usize;
         (HEADER + count(NODE_COUNT) + count(STEP_COUNT) + count(STEP_WORDS)) * 8
     }

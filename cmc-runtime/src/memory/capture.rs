@@ -111,12 +111,11 @@ impl Memory {
             let base = self.arenas[a].arena.ctl().base.as_ptr();
             let both = npages.min(old_np);
             let differs = |i: usize| {
-                let stored = self.pages.data(self.page_of(table, i));
                 // SAFETY: page i is below the used length, so committed and
                 // readable; the length stays inside the page.
                 let now =
                     unsafe { std::slice::from_raw_parts(base.add(i * PAGE), page_len(used, i)) };
-                stored != now
+                !self.pages.equals(self.page_of(table, i), now)
             };
             if self.arenas[a].all_writable {
                 // Any page may have been written: compare them all.
@@ -204,16 +203,20 @@ impl Memory {
                 // back, or one left writable that the transition did not
                 // touch) costs a comparison, not a hash.
                 let id = self.page_of(t, i);
-                if id != NO_PAGE && self.pages.data(id) == bytes {
+                if id != NO_PAGE && self.pages.equals(id, bytes) {
                     continue;
                 }
             }
             let h = hasher.hash_relocated(bytes, &self.reloc);
-            let id = self.pages.intern(bytes, h, |d| self.reloc.arena_mask(d));
             let before = match old {
                 Some(t) => self.page_of(self.tables.get(t), i),
                 None => NO_PAGE,
             };
+            // Stored as a delta against the page it replaces where that
+            // is small.
+            let id = self
+                .pages
+                .intern(bytes, h, |d| self.reloc.arena_mask(d), before);
             if before == id {
                 self.pages.release(id);
             } else {
@@ -265,11 +268,10 @@ impl Memory {
             let table = self.tables.get(t);
             for i in 0..npages.min(old_np) {
                 let len = page_len(used, i);
-                let stored = self.pages.data(self.page_of(table, i));
                 // SAFETY: page i is below the used length, so committed and
                 // readable; `len` bytes stay inside the page.
                 let now = unsafe { std::slice::from_raw_parts(base.add(i * PAGE), len) };
-                if stored != now {
+                if !self.pages.equals(self.page_of(table, i), now) {
                     candidates.push(i);
                 }
             }
@@ -380,6 +382,7 @@ impl Memory {
         key.word(a as u64);
         key.word(sum as u64);
         key.word((sum >> 64) as u64);
+        self.chunk_list_entries += chunks.len();
         self.tables.insert(Table {
             used,
             sum,

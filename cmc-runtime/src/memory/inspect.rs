@@ -76,8 +76,20 @@ impl Memory {
             tables: self.tables.live(),
             chunks: self.chunks.live(),
             pages: self.pages.pages(),
+            delta_pages: self.pages.delta_pages(),
             page_bytes: self.pages.bytes(),
+            page_overhead_bytes: self.pages.overhead_bytes(),
+            record_bytes: self.record_bytes(),
         }
+    }
+
+    /// Bytes of the state, table and chunk records: each slab's array, and
+    /// the table list of every state and the chunk list of every table
+    /// (counted to the element: the allocator's rounding is left out).
+    fn record_bytes(&self) -> usize {
+        let u32s = size_of::<u32>();
+        let lists = (self.states.live() * self.arenas.len() + self.chunk_list_entries) * u32s;
+        self.states.heap_bytes() + self.tables.heap_bytes() + self.chunks.heap_bytes() + lists
     }
 
     /// The pages of `arena` whose contents differ between states `a` and
@@ -110,11 +122,16 @@ impl Memory {
 
     /// The stored bytes of page `page` of `arena` in `state` (shorter than a
     /// page for the last one), or `None` beyond the state's used length.
-    pub fn page_in(&self, state: StateId, arena: ArenaId, page: usize) -> Option<&[u8]> {
+    pub fn page_in(
+        &self,
+        state: StateId,
+        arena: ArenaId,
+        page: usize,
+    ) -> Option<std::borrow::Cow<'_, [u8]>> {
         let table = self.tables.get(self.states.get(state.0).tables[arena.0]);
         match self.page_of(table, page) {
             NO_PAGE => None,
-            id => Some(self.pages.data(id)),
+            id => Some(self.pages.page(id)),
         }
     }
 
@@ -137,7 +154,7 @@ impl Memory {
         let table = self.tables.get(self.states.get(state.0).tables[arena.0]);
         let mut out = Vec::with_capacity(table.used);
         for i in 0..pages_of(table.used) {
-            out.extend_from_slice(self.pages.data(self.page_of(table, i)));
+            out.extend_from_slice(&self.pages.page(self.page_of(table, i)));
         }
         assert_eq!(
             out.len(),

@@ -10,6 +10,7 @@
 pub(crate) mod alloc;
 pub(crate) mod arena;
 mod capture;
+mod delta;
 pub(crate) mod globals;
 pub(crate) mod heap;
 mod inspect;

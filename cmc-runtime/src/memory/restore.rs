@@ -178,7 +178,6 @@ impl Memory {
                 // zeroed).
                 let extent = from_used.max(cur_used);
                 for i in 0..from_np {
-                    let stored = self.pages.data(self.page_of(table, i));
                     // SAFETY: page i is below `from`'s used length, which was
                     // committed when `from` was captured (the committed
                     // length never shrinks), and `extent` keeps the slice
@@ -186,7 +185,7 @@ impl Memory {
                     let now = unsafe {
                         std::slice::from_raw_parts(base.add(i * PAGE), page_len(extent, i))
                     };
-                    if stored != now {
+                    if !self.pages.equals(self.page_of(table, i), now) {
                         suspect.push(i);
                     }
                 }
@@ -279,10 +278,25 @@ impl Memory {
             let written = if tp == NO_PAGE {
                 0
             } else {
-                let data = self.pages.data(tp);
-                // SAFETY: `data` is at most a page; `dst` starts a page.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
-                data.len()
+                // What the page holds now, when that is known: `from`'s page
+                // where nothing wrote since (not suspect), of the same
+                // length; a delta against it is applied alone.
+                let known = if !is_suspect(i, &suspect) && i < from_np {
+                    self.page_of(ft, i)
+                } else {
+                    NO_PAGE
+                };
+                let len = self.pages.len_of(tp);
+                let known = if known != NO_PAGE && self.pages.len_of(known) == len {
+                    known
+                } else {
+                    NO_PAGE
+                };
+                // SAFETY: `len` is at most a page; `dst` starts page i,
+                // committed and writable (above).
+                let page = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+                self.pages.write(tp, page, known);
+                len
             };
             if prev_len > written {
                 // SAFETY: stays within page i.

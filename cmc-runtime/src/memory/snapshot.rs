@@ -138,8 +138,16 @@ pub struct MemoryStats {
     pub chunks: usize,
     /// Distinct pages stored.
     pub pages: usize,
+    /// Of `pages`, those stored as deltas against another page.
+    pub delta_pages: usize,
     /// Bytes of page contents stored.
     pub page_bytes: usize,
+    /// Bytes of checker memory the page store takes beyond the contents
+    /// (its slots, index and spare buffers).
+    pub page_overhead_bytes: usize,
+    /// Bytes of checker memory the states, tables and chunks take (their
+    /// slabs and the lists they own).
+    pub record_bytes: usize,
 }
 
 /// The in-arena heap's counters.
@@ -239,6 +247,9 @@ pub struct Memory {
     pub(super) id_reloc: Relocation,
     /// Scratch lists reused across captures and restores (checker memory).
     pub(super) scratch_pages: Vec<usize>,
+    /// The entries of the chunk lists of the live tables (for
+    /// [`MemoryStats::record_bytes`]).
+    pub(super) chunk_list_entries: usize,
     pub(super) scratch_changes: Vec<(usize, PageId)>,
     /// What [`Memory::changes`] found, per arena: the pages whose bytes
     /// differ from the loaded state (new and dropped pages included), and
@@ -287,6 +298,7 @@ impl Memory {
             reloc: Relocation::modules(),
             id_reloc: Relocation::identity(),
             scratch_pages: Vec::new(),
+            chunk_list_entries: 0,
             scratch_changes: Vec::new(),
             pending: Vec::new(),
             pending_changed: Vec::new(),
@@ -453,6 +465,7 @@ impl Memory {
 
     pub(super) fn release_table(&mut self, t: u32) {
         if let Some(table) = self.tables.release(t) {
+            self.chunk_list_entries -= table.chunks.len();
             for &c in table.chunks.iter() {
                 self.release_chunk(c);
             }

@@ -107,6 +107,18 @@ impl Frontier {
         }
     }
 
+    /// Bytes of checker memory the frontier's entries take.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            Frontier::Stack(v) | Frontier::Random(v, _, _) => v.capacity() * size_of::<Item>(),
+            Frontier::Queue(q) => q.capacity() * size_of::<Item>(),
+            Frontier::Best(heap, slots, _) => {
+                heap.capacity() * size_of::<(i64, Reverse<u64>, u32)>()
+                    + slots.capacity() * size_of::<Option<Item>>()
+            }
+        }
+    }
+
     pub(super) fn len(&self) -> usize {
         match self {
             Frontier::Stack(v) | Frontier::Random(v, _, _) => v.len(),

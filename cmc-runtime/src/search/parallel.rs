@@ -378,6 +378,8 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     merged.stats.elapsed = start.elapsed();
     merged.stats.jobs = jobs;
     merged.stats.peak_memory_bytes += (coord.visited.memory_bytes()) as u64;
+    // Each worker counted the shared set; it is held once.
+    merged.stats.memory.visited = coord.visited.memory_bytes() as u64;
     Ok(merged)
 }
 
@@ -411,6 +413,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.pages += s.pages;
         stats.page_bytes += s.page_bytes;
         stats.peak_memory_bytes += s.peak_memory_bytes;
+        stats.memory.add(&s.memory);
         stats.walks += s.walks;
         stats.liveness_transitions += s.liveness_transitions;
         stats.fingerprint = stats.fingerprint.or(s.fingerprint);

@@ -154,6 +154,39 @@ impl<P: Process> Search<'_, '_, P> {
         }
     }
 
+    /// Where this worker's memory is now, by owner, with its resident
+    /// memory `resident`.
+    pub(super) fn memory_use(&self, resident: u64) -> crate::engine::trace::MemoryUse {
+        let mem = self.engine.memory_stats();
+        let caches = self.cache.as_ref().map_or(0, |c| c.bytes())
+            + self.guards.as_ref().map_or(0, |g| g.bytes())
+            + self.sleep.as_ref().map_or(0, |s| s.bytes())
+            + self.depths.as_ref().map_or(0, |d| {
+                d.capacity() * (size_of::<crate::memory::Fingerprint>() + size_of::<u32>() + 1)
+            });
+        crate::engine::trace::MemoryUse {
+            resident,
+            states: self.stats.unique,
+            visited: self.visited_bytes() as u64,
+            frontier: self.frontier.bytes() as u64,
+            records: mem.record_bytes as u64,
+            pages: mem.page_bytes as u64,
+            page_index: mem.page_overhead_bytes as u64,
+            tree: self.engine.tree_bytes() as u64,
+            caches: caches as u64,
+        }
+    }
+
+    /// Reads the resident memory and keeps the reading, by owner, if it is
+    /// the largest so far; returns it.
+    pub(super) fn sample_memory(&mut self) -> u64 {
+        let rss = super::progress::resident_bytes();
+        if rss >= self.stats.memory.resident {
+            self.stats.memory = self.memory_use(rss);
+        }
+        rss
+    }
+
     /// Whether the search must stop now. Called before every transition:
     /// what it must see at once (an error, a violation, the state bound) is
     /// checked every call, the rest (signals, a full tree or shared set,
@@ -213,8 +246,8 @@ impl<P: Process> Search<'_, '_, P> {
         let b = &self.engine.model().bounds;
         if self.stats.transitions >= self.memory_checked + 4096 {
             self.memory_checked = self.stats.transitions;
+            let rss = self.sample_memory();
             if let Some(budget) = self.budget {
-                let rss = super::progress::resident_bytes();
                 if rss > budget {
                     let workers = self.par.map_or(1, |p| p.coord.workers as u64);
                     self.bounded = true;
@@ -372,6 +405,9 @@ impl<P: Process> Search<'_, '_, P> {
                 par.coord.halt();
             }
             self.maybe_report_progress();
+            // The last reading, before the frontier is given back: the
+            // largest may be now.
+            self.sample_memory();
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
             while let Some(item) = self.frontier.pop() {
                 self.engine.release(item.state);
@@ -392,6 +428,9 @@ impl<P: Process> Search<'_, '_, P> {
             self.engine.release(item.state);
             self.maybe_report_progress();
         }
+        // The last reading, before the frontier is given back: the
+        // largest may be now.
+        self.sample_memory();
         isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
         while let Some(item) = self.frontier.pop() {
             self.engine.release(item.state);

@@ -75,6 +75,19 @@ fn actor(e: Event) -> Option<usize> {
 }
 
 impl SleepSets {
+    /// Bytes of checker memory its maps take (their entries; the sleep
+    /// lists they own counted by their lengths).
+    pub(super) fn bytes(&self) -> usize {
+        let entry = |k: usize, v: usize| k + v + 1;
+        self.stored.capacity() * entry(size_of::<Fingerprint>(), size_of::<Stored>())
+            + self
+                .stored
+                .values()
+                .map(|s| s.sleep.capacity() * size_of::<Sleeper>())
+                .sum::<usize>()
+            + self.pending.capacity() * entry(size_of::<StateId>(), size_of::<Pending>())
+    }
+
     pub(super) fn new(capacity: usize) -> Self {
         SleepSets {
             capacity,

@@ -173,6 +173,11 @@ impl TransitionCache {
         }
     }
 
+    /// Bytes of checker memory its table takes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<Slot>()
+    }
+
     /// The key of a transition: the event, the choice script, the
     /// random-seed variant, and the keys of the arenas it can read.
     #[cfg(test)]
@@ -404,6 +409,11 @@ impl GuardCache {
             slots: vec![GuardSlot::default(); GUARD_SLOTS],
             hits: 0,
         }
+    }
+
+    /// Bytes of checker memory its table takes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<GuardSlot>()
     }
 
     /// The key of a process's guards in a state: the prefix of its

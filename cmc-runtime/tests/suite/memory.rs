@@ -841,3 +841,51 @@ fn remembered_chunk_hashes_give_the_hashes_computed_afresh() {
         "the cache was used: {found} chunks found, {hashed} hashed"
     );
 }
+
+#[test]
+fn a_transition_that_changes_a_few_bytes_stores_them_as_deltas() {
+    // A 64 KiB block (16 pages); a transition writes one byte in each of
+    // three pages (a different byte in each: equal pages would be one). Stored as deltas, the three new pages cost tens of
+    // bytes, not 12 KiB; restores in both directions give the bytes back.
+    for tracking in [Tracking::Scan, Tracking::Mprotect] {
+        let (mut mem, a) = memory(tracking, 16 << 20);
+        let layout = Layout::from_size_align(64 << 10, 8).unwrap();
+        let p = {
+            let _in = mem.enter(a);
+            // SAFETY: non-zero size.
+            unsafe { std::alloc::alloc_zeroed(layout) }
+        };
+        assert!(cmc::in_any_arena(p), "the block is in the arena");
+        let s0 = mem.capture();
+        let before = mem.stats();
+        {
+            let _in = mem.enter(a);
+            for page in [1, 5, 9] {
+                // SAFETY: inside the live 64 KiB block.
+                unsafe { *p.add(page * 4096 + 17) = page as u8 };
+            }
+        }
+        let s1 = mem.capture();
+        let after = mem.stats();
+        assert_eq!(after.pages, before.pages + 3, "{tracking:?}");
+        assert_eq!(after.delta_pages, before.delta_pages + 3, "{tracking:?}");
+        assert!(
+            after.page_bytes - before.page_bytes < 64,
+            "{tracking:?}: three one-byte changes took {} bytes",
+            after.page_bytes - before.page_bytes
+        );
+        let bytes1 = live_bytes(&mem, a);
+        mem.restore(s0);
+        let bytes0 = live_bytes(&mem, a);
+        assert!(bytes0 != bytes1);
+        // SAFETY: inside the live block.
+        assert_eq!(unsafe { *p.add(5 * 4096 + 17) }, 0, "{tracking:?}");
+        mem.restore(s1);
+        assert_eq!(live_bytes(&mem, a), bytes1, "{tracking:?}");
+        assert_eq!(mem.read_state(s0, a), bytes0, "{tracking:?}");
+        // The base pages stay while the deltas need them.
+        mem.restore(s1);
+        mem.release(s0);
+        assert_eq!(mem.read_state(s1, a), bytes1, "{tracking:?}");
+    }
+}
