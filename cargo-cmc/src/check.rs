@@ -64,6 +64,11 @@ pub(crate) struct CheckArgs {
     /// of the memory available when the search starts.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_memory: Option<u64>,
+    /// The most entries a breadth-first frontier keeps in memory before
+    /// the rest wait on disk, under target/cmc/spill (default 65536; 0:
+    /// all in memory).
+    #[arg(long, value_name = "N")]
+    pub(crate) frontier_in_memory: Option<usize>,
     /// Seed of --strategy random (the order of each state's successors)
     /// and --strategy walk (the walks); an error with a strategy that uses
     /// none.
@@ -273,6 +278,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.check_determinism = args.check_determinism.map(|_| true);
     o.determinism_runs = args.check_determinism.map(|n| n as usize);
     o.max_memory = args.max_memory;
+    o.frontier_in_memory = args.frontier_in_memory;
     o.random_seeds = args.random_seeds.map(|k| k as usize);
     o.isolate = true;
     Ok(o)

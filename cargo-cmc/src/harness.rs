@@ -27,6 +27,9 @@ pub(crate) struct ModelInfo {
 pub(crate) struct Harness {
     pub(crate) package: String,
     binary: PathBuf,
+    /// Where a search keeps the part of its frontier that is on disk
+    /// (`target/cmc/spill`).
+    spill_dir: PathBuf,
 }
 
 fn toml_string(s: &str) -> String {
@@ -206,6 +209,7 @@ pub(crate) fn build(project: &Project, pkg: &CmcPackage) -> Result<Harness> {
         );
     }
     Ok(Harness {
+        spill_dir: project.target_dir.join("cmc").join("spill"),
         package: pkg.name.clone(),
         binary: build_dir.join("release").join(&name),
     })
@@ -273,6 +277,10 @@ impl Harness {
         let mut cmd = Command::new(&self.binary);
         cmd.args(args)
             .env("CMC_PROTOCOL_FD", PROTOCOL_FD.to_string())
+            .env(
+                "CMC_SPILL_DIR",
+                std::env::var_os("CMC_SPILL_DIR").unwrap_or_else(|| self.spill_dir.clone().into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::from(
                 std::io::stderr()

@@ -80,6 +80,9 @@ fn memory_json(m: &MemoryUse) -> serde_json::Value {
         "states": m.states,
         "bytes_per_state": (per(m.resident) * 10.0).round() / 10.0,
         "owners": owners,
+        "disk_bytes": m.disk,
+        "disk_peak_bytes": m.disk_peak,
+        "disk_entries": m.disk_entries,
     })
 }
 
@@ -92,8 +95,17 @@ fn memory_line(m: &MemoryUse) -> String {
         .filter(|(_, b)| *b > 0)
         .map(|(name, b)| format!("{name} {:.0}", per(*b)))
         .collect();
+    let disk = if m.disk_entries > 0 {
+        format!(
+            "; the frontier on disk: {} at most, {} entries written",
+            human_bytes(m.disk_peak as usize),
+            m.disk_entries
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "memory at its largest: {} at {} states, {:.0} bytes per state ({})",
+        "memory at its largest: {} at {} states, {:.0} bytes per state ({}){disk}",
         human_bytes(m.resident as usize),
         m.states,
         per(m.resident),
@@ -108,8 +120,13 @@ fn describe(p: &Progress) -> String {
     } else {
         String::new()
     };
+    let disk = if p.disk_bytes > 0 {
+        format!(" disk={}", human_bytes(p.disk_bytes as usize))
+    } else {
+        String::new()
+    };
     format!(
-        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {})",
+        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {}){disk}",
         p.unique,
         rate,
         p.max_depth,

@@ -26,6 +26,18 @@ impl<'m, P: Process> Engine<'m, P> {
         self.mem.capture()
     }
 
+    /// Appends `state` to `out` as the pages in which it differs from
+    /// `prev` (see `Memory::export`).
+    pub(crate) fn export(&self, state: StateId, prev: Option<StateId>, out: &mut Vec<u8>) {
+        self.mem.export(state, prev, out);
+    }
+
+    /// Reads a state [`Engine::export`] wrote (see `Memory::import`); the
+    /// caller owns one reference.
+    pub(crate) fn import(&mut self, prev: Option<StateId>, data: &[u8], at: &mut usize) -> StateId {
+        self.mem.import(prev, data, at)
+    }
+
     /// Adds a reference to `state`.
     pub(crate) fn retain(&mut self, state: StateId) {
         self.mem.retain(state);

@@ -573,6 +573,16 @@ pub struct MemoryUse {
     pub tree: u64,
     /// Caches (the transition cache, guard results, sleep sets, depths).
     pub caches: u64,
+    /// Bytes of the frontier on disk at the reading (not resident).
+    #[serde(default)]
+    pub disk: u64,
+    /// The most bytes the frontier ever had on disk, and the entries it
+    /// wrote there in all (by the end of the search).
+    #[serde(default)]
+    pub disk_peak: u64,
+    /// See `disk_peak`.
+    #[serde(default)]
+    pub disk_entries: u64,
 }
 
 impl MemoryUse {
@@ -605,6 +615,9 @@ impl MemoryUse {
         self.page_index += o.page_index;
         self.tree += o.tree;
         self.caches += o.caches;
+        self.disk += o.disk;
+        self.disk_peak += o.disk_peak;
+        self.disk_entries += o.disk_entries;
     }
 }
 

@@ -16,6 +16,9 @@
 /// Equal bytes shorter than this between two differences are copied with
 /// them rather than skipped.
 const JOIN: usize = 8;
+// `encode` compares words: a word of equal bytes ends a run, and the
+// gaps inside one word (at most 6 bytes) never do.
+const _: () = assert!(JOIN == 8);
 
 /// Appends `n` as LEB128.
 fn put(out: &mut Vec<u8>, mut n: usize) {
@@ -57,11 +60,21 @@ pub(crate) fn encode(base: &[u8], page: &[u8], limit: usize, out: &mut Vec<u8>) 
     );
     out.clear();
     let n = page.len();
+    // The XOR of the two pages' words at `i` (8 bytes, little-endian).
+    let word = |i: usize| {
+        let w = |b: &[u8]| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        w(base) ^ w(page)
+    };
     let mut pos = 0; // the end of the last run written
     let mut i = 0;
     while i < n {
-        // Skip equal words, then equal bytes.
-        while i + 8 <= n && base[i..i + 8] == page[i..i + 8] {
+        // Skip equal words, then equal bytes, to the first difference.
+        while i + 8 <= n {
+            let x = word(i);
+            if x != 0 {
+                i += (x.trailing_zeros() / 8) as usize;
+                break;
+            }
             i += 8;
         }
         while i < n && base[i] == page[i] {
@@ -74,15 +87,30 @@ pub(crate) fn encode(base: &[u8], page: &[u8], limit: usize, out: &mut Vec<u8>) 
         let start = i;
         let mut end = i + 1;
         let mut j = i + 1;
-        while j < n {
-            if base[j] != page[j] {
-                end = j + 1;
-                j += 1;
-            } else if j - end >= JOIN {
-                break;
-            } else {
+        loop {
+            if j + 8 <= n {
+                let x = word(j);
+                if x == 0 {
+                    // Eight equal bytes from j: at least JOIN after `end`.
+                    break;
+                }
+                let first = j + (x.trailing_zeros() / 8) as usize;
+                if first - end >= JOIN {
+                    break;
+                }
+                end = j + 8 - (x.leading_zeros() / 8) as usize;
+                j += 8;
+                continue;
+            }
+            while j < n {
+                if base[j] != page[j] {
+                    end = j + 1;
+                } else if j - end >= JOIN {
+                    break;
+                }
                 j += 1;
             }
+            break;
         }
         put(out, start - pos);
         put(out, end - start);

@@ -11,6 +11,7 @@ pub(crate) mod alloc;
 pub(crate) mod arena;
 mod capture;
 mod delta;
+mod export;
 pub(crate) mod globals;
 pub(crate) mod heap;
 mod inspect;

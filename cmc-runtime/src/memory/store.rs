@@ -295,7 +295,7 @@ impl PageStore {
     /// Calls `f` with page `id`'s bytes: a full page's own, a delta page's
     /// decoded into the table of pages decoded lately ([`Decoded`]), where
     /// a read that follows finds them.
-    fn with_page<R>(&self, id: PageId, f: impl FnOnce(&[u8]) -> R) -> R {
+    pub(crate) fn with_page<R>(&self, id: PageId, f: impl FnOnce(&[u8]) -> R) -> R {
         let slot = &self.slots[id as usize];
         debug_assert!(slot.refs > 0, "read of a freed page {id}");
         if let Content::Full(data) = &slot.content {

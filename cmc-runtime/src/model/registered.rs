@@ -62,6 +62,10 @@ pub struct RunOptions {
     /// The memory budget in bytes (0: none).
     #[serde(default)]
     pub max_memory: Option<u64>,
+    /// The most breadth-first frontier entries kept in memory (0: all);
+    /// see `Model::frontier_in_memory`.
+    #[serde(default)]
+    pub frontier_in_memory: Option<usize>,
     /// Runs of each transition, guard and invariant under the determinism
     /// check.
     #[serde(default)]
@@ -123,6 +127,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(m) = options.max_memory {
             self.bounds.max_memory = Some(m);
+        }
+        if let Some(n) = options.frontier_in_memory {
+            self = self.frontier_in_memory(n);
         }
         if let Some(t) = options.transition_timeout {
             self.transition_timeout = (!t.is_zero()).then_some(t);

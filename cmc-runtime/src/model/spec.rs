@@ -203,6 +203,9 @@ pub struct Model<P: Process> {
     pub(crate) por: bool,
     /// The transition cache (see [`Model::transition_cache`]).
     pub(crate) transition_cache: bool,
+    /// The most breadth-first frontier entries kept in memory (`None`:
+    /// the default, `Some(usize::MAX)`: all).
+    pub(crate) frontier_in_memory: Option<usize>,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -254,6 +257,7 @@ impl<P: Process> Model<P> {
             without: Vec::new(),
             por: false,
             transition_cache: true,
+            frontier_in_memory: None,
         }
     }
 
@@ -331,6 +335,19 @@ impl<P: Process> Model<P> {
     /// the search starts.
     pub fn max_memory(mut self, bytes: u64) -> Self {
         self.bounds.max_memory = Some(bytes);
+        self
+    }
+
+    /// The most entries a breadth-first frontier keeps in memory; the
+    /// rest wait on disk, in files under `CMC_SPILL_DIR` (`cargo cmc`:
+    /// `target/cmc/spill`), written and read back in segments of
+    /// consecutive entries (at most 8,192, and an eighth of `entries`).
+    /// Default: 65,536 (about 60 MB for a state of a kilobyte), or the
+    /// number in `CMC_SPILL` (`off`: all in memory); 0: all in memory.
+    /// Under partial-order reduction on one worker the frontier stays in
+    /// memory (its sleep sets know states by where they are stored).
+    pub fn frontier_in_memory(mut self, entries: usize) -> Self {
+        self.frontier_in_memory = Some(if entries == 0 { usize::MAX } else { entries });
         self
     }
 

@@ -663,6 +663,7 @@ impl<P: Process> Search<'_, '_, P> {
                 depth,
             },
             priority,
+            &mut *self.engine,
         );
         if let Some(sleep) = &mut self.sleep {
             let asleep = sleep.child(event, self.last_print);
@@ -892,6 +893,7 @@ impl<P: Process> Search<'_, '_, P> {
                 depth: item.depth + 1,
             },
             priority,
+            &mut *self.engine,
         );
         if let Some(plan) = plan {
             self.sleep

@@ -14,6 +14,7 @@ mod properties;
 mod searcher;
 mod sketch;
 mod sleep;
+mod spill;
 mod transition_cache;
 mod walk;
 

@@ -48,7 +48,7 @@ impl<P: Process> Search<'_, '_, P> {
             if self.stop_requested() {
                 break;
             }
-            let item = match self.frontier.pop() {
+            let item = match self.frontier.pop(&mut *self.engine) {
                 Some(item) => item,
                 None => match par.coord.next_work(&mut idle) {
                     Work::Path(record) => match self.adopt(&record, true) {
@@ -89,11 +89,11 @@ impl<P: Process> Search<'_, '_, P> {
         let c = par.coord;
         let mut level = 0;
         loop {
-            while self.frontier.front_depth() == Some(level) {
+            while self.frontier.front_depth(&mut *self.engine) == Some(level) {
                 if self.stop_requested() {
                     return;
                 }
-                let item = self.frontier.pop().expect("a front item");
+                let item = self.frontier.pop(&mut *self.engine).expect("a front item");
                 self.expand(&item);
                 self.engine.release(item.state);
                 self.maybe_report_progress();
@@ -131,7 +131,7 @@ impl<P: Process> Search<'_, '_, P> {
                 let excess = mine - target;
                 let give = 2 * excess / (2 + level as u64);
                 for _ in 0..give {
-                    match self.frontier.take_back() {
+                    match self.frontier.take_back(&mut *self.engine) {
                         Some(item) => self.give(par, item),
                         None => break,
                     }
@@ -144,7 +144,7 @@ impl<P: Process> Search<'_, '_, P> {
             while have < target {
                 let Some(record) = c.take() else { break };
                 if let Some(item) = self.adopt(&record, false) {
-                    self.frontier.push(item, 0);
+                    self.frontier.push(item, 0, &mut *self.engine);
                     have += 1;
                 }
             }
@@ -166,7 +166,7 @@ impl<P: Process> Search<'_, '_, P> {
             // Kept when the queue is full (or the state cannot be
             // fingerprinted again, which the search reported when it
             // first could not).
-            _ => self.frontier.push(item, 0),
+            _ => self.frontier.push(item, 0, &mut *self.engine),
         }
     }
 

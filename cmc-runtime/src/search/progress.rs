@@ -43,6 +43,9 @@ pub struct Progress {
     /// The memory budget, in bytes (0: none).
     #[serde(default)]
     pub budget_bytes: u64,
+    /// Bytes of the frontier on disk (see `CMC_SPILL`).
+    #[serde(default)]
+    pub disk_bytes: u64,
     /// Seconds since the search started.
     pub elapsed_s: f64,
 }

@@ -43,6 +43,9 @@ pub(super) struct Search<'e, 'm, P: Process> {
     pub(super) budget: Option<u64>,
     /// The transition count when memory was last looked at.
     pub(super) memory_checked: u64,
+    /// The bytes the stored states held at the last reading (see
+    /// [`Search::stored_bytes`]).
+    pub(super) memory_checked_bytes: usize,
     /// A reason to stop was found ([`Search::stop_requested`]).
     pub(super) stopping: bool,
     pub(super) violations: Vec<Violation>,
@@ -174,7 +177,16 @@ impl<P: Process> Search<'_, '_, P> {
             page_index: mem.page_overhead_bytes as u64,
             tree: self.engine.tree_bytes() as u64,
             caches: caches as u64,
+            disk: self.frontier.disk().1,
+            disk_peak: self.frontier.disk().2,
+            disk_entries: self.frontier.disk().3,
         }
+    }
+
+    /// The bytes the stored states hold now: their pages and records.
+    fn stored_bytes(&self) -> usize {
+        let m = self.engine.memory_stats();
+        m.page_bytes + m.record_bytes
     }
 
     /// Reads the resident memory and keeps the reading, by owner, if it is
@@ -183,6 +195,11 @@ impl<P: Process> Search<'_, '_, P> {
         let rss = super::progress::resident_bytes();
         if rss >= self.stats.memory.resident {
             self.stats.memory = self.memory_use(rss);
+        } else {
+            // What went to disk is counted to the end.
+            let (_, _, peak, entries) = self.frontier.disk();
+            self.stats.memory.disk_peak = peak;
+            self.stats.memory.disk_entries = entries;
         }
         rss
     }
@@ -244,8 +261,16 @@ impl<P: Process> Search<'_, '_, P> {
             return true;
         }
         let b = &self.engine.model().bounds;
-        if self.stats.transitions >= self.memory_checked + 4096 {
+        // The resident memory is read every 4096 transitions, and sooner
+        // when the stored states grew by a 64th of the budget since the
+        // last reading (large states: a few transitions can take what
+        // 4096 small ones take).
+        let stored = self.stored_bytes();
+        let grown = stored.saturating_sub(self.memory_checked_bytes) as u64;
+        let soon = self.budget.is_some_and(|b| grown > b / 64);
+        if self.stats.transitions >= self.memory_checked + 4096 || soon {
             self.memory_checked = self.stats.transitions;
+            self.memory_checked_bytes = stored;
             let rss = self.sample_memory();
             if let Some(budget) = self.budget {
                 if rss > budget {
@@ -388,6 +413,7 @@ impl<P: Process> Search<'_, '_, P> {
                     depth: 0,
                 },
                 priority,
+                &mut *self.engine,
             );
         }
         if let Some(par) = self.par {
@@ -409,13 +435,11 @@ impl<P: Process> Search<'_, '_, P> {
             // largest may be now.
             self.sample_memory();
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
-            while let Some(item) = self.frontier.pop() {
-                self.engine.release(item.state);
-            }
+            self.frontier.clear(&mut *self.engine);
             return;
         }
         while !self.stop_requested() {
-            let Some(item) = self.frontier.pop() else {
+            let Some(item) = self.frontier.pop(&mut *self.engine) else {
                 break;
             };
             if let Frontier::Stack(_) = self.frontier {
@@ -432,9 +456,7 @@ impl<P: Process> Search<'_, '_, P> {
         // largest may be now.
         self.sample_memory();
         isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
-        while let Some(item) = self.frontier.pop() {
-            self.engine.release(item.state);
-        }
+        self.frontier.clear(&mut *self.engine);
     }
 
     /// The liveness check alone, after a parallel search.
@@ -495,6 +517,7 @@ impl<P: Process> Search<'_, '_, P> {
             visited_bytes: self.visited_bytes(),
             page_bytes: mem.page_bytes,
             budget_bytes: self.budget.unwrap_or(0),
+            disk_bytes: self.frontier.disk().1,
             elapsed_s: self.start.elapsed().as_secs_f64(),
         });
     }
@@ -642,6 +665,13 @@ pub(super) fn search<P: Process>(
                 Some(par) => model.seed ^ crate::sys::hash::fmix64(par.worker as u64 + 1),
                 None => model.seed,
             },
+            // Sleep sets know the frontier's states by id, which a state
+            // written to disk and read back does not keep.
+            if model.por && par.is_none() {
+                Some(usize::MAX)
+            } else {
+                model.frontier_in_memory
+            },
         ),
         stats: Stats::default(),
         bounded: false,
@@ -655,6 +685,7 @@ pub(super) fn search<P: Process>(
         }
         .map(|b| b / par.map_or(1, |p| p.coord.workers as u64)),
         memory_checked: 0,
+        memory_checked_bytes: 0,
         stopping: false,
         violations: Vec::new(),
         seen_violations: HashSet::new(),

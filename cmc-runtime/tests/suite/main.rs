@@ -31,6 +31,7 @@ mod random;
 mod registry;
 mod reproducible;
 mod signals;
+mod spill;
 mod thread_start;
 mod threads;
 mod violations;

@@ -889,3 +889,68 @@ fn a_transition_that_changes_a_few_bytes_stores_them_as_deltas() {
         assert_eq!(mem.read_state(s1, a), bytes1, "{tracking:?}");
     }
 }
+
+#[test]
+fn states_exported_in_a_stream_come_back_with_their_bytes_and_fingerprints() {
+    // Random states of one arena, written one after the other (each
+    // against the one before) and released; read back in order, each has
+    // the bytes and the fingerprint it had, and restores to them.
+    for tracking in [Tracking::Scan, Tracking::Mprotect] {
+        let (mut mem, a) = memory(tracking, 64 << 20);
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut blocks = Blocks::default();
+        let mut states = Vec::new();
+        for _ in 0..400 {
+            for _ in 0..rng.gen_range(1..4) {
+                random_op(&mem, a, &mut blocks, &mut rng);
+            }
+            let s = mem.capture();
+            states.push((s, live_bytes(&mem, a), mem.fingerprint(s)));
+            if rng.gen_ratio(1, 4) {
+                // Siblings: back to an earlier state before the next run.
+                let (s, _, _) = &states[rng.gen_range(0..states.len())];
+                mem.restore(*s);
+                blocks = Blocks::default();
+            }
+        }
+        let mut stream = Vec::new();
+        let mut prev = None;
+        for (s, _, _) in &states {
+            mem.export(*s, prev, &mut stream);
+            prev = Some(*s);
+        }
+        let pages_before = mem.stats().pages;
+        let initial = mem.capture();
+        mem.restore(initial);
+        for (s, _, _) in &states {
+            mem.release(*s);
+        }
+        assert!(
+            mem.stats().pages < pages_before,
+            "{tracking:?}: nothing was freed"
+        );
+        let mut at = 0;
+        let mut prev = None;
+        let mut back = Vec::new();
+        for (_, bytes, fp) in &states {
+            let s = mem.import(prev, &stream, &mut at);
+            assert_eq!(mem.fingerprint(s), *fp, "{tracking:?}: fingerprint");
+            assert_eq!(&mem.read_state(s, a), bytes, "{tracking:?}: bytes");
+            if let Some(p) = prev {
+                back.push(p);
+            }
+            prev = Some(s);
+        }
+        assert_eq!(at, stream.len(), "{tracking:?}: the stream read to its end");
+        back.extend(prev);
+        for (s, (_, bytes, _)) in back.iter().zip(&states).rev() {
+            mem.restore(*s);
+            assert_eq!(&live_bytes(&mem, a), bytes, "{tracking:?}: restore");
+        }
+        println!(
+            "{tracking:?}: {} states in {} bytes",
+            states.len(),
+            stream.len()
+        );
+    }
+}
