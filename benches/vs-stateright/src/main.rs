@@ -42,6 +42,17 @@
 //! `bench parallel n=7 strategy=dfs jobs=2 unique=… cmc_1_s=… cmc_n_s=… cmc_speedup=… stateright_1_s=… stateright_n_s=… stateright_speedup=…`,
 //! exit 1 when any count differs.
 //!
+//! # `memory`: bytes per state by owner
+//!
+//! ```sh
+//! cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- memory
+//! ```
+//!
+//! Resident bytes per state by owner on two-phase commit (against
+//! stateright), `membership_3`, `aodv_4_nodes` and `raft_3_crash`, each
+//! against the same search with pages stored full and the frontier in
+//! memory; see [`memory`].
+//!
 //! # `big`: the cost of a transition against the size of the state
 //!
 //! ```sh
@@ -380,6 +391,12 @@ fn main() {
     }
     if args.get(1).map(String::as_str) == Some("jobs") {
         if !parallel(runs()) {
+            std::process::exit(1);
+        }
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("memory") {
+        if !memory::run() {
             std::process::exit(1);
         }
         return;
@@ -774,6 +791,188 @@ mod big {
                 "bench big_state_growth source={source} stateright_x={:.2} cmc_x={cmc_x}",
                 stateright[SIZES.len() - 1].0 / stateright[0].0,
             );
+        }
+        ok
+    }
+}
+
+/// `memory`: resident bytes per state by owner, against the same search
+/// with pages stored full and the whole frontier in memory (what cmc held
+/// before page deltas and the frontier on disk), and against stateright
+/// on two-phase commit.
+///
+/// ```sh
+/// cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- memory
+/// ```
+///
+/// Each run is `cargo cmc check --jobs 1 --message-format json` and reads
+/// the result's `memory` object (the owners at the largest reading of the
+/// resident memory); "before" is the same run with `CMC_PAGE_DELTAS=off
+/// CMC_SPILL=off`. Runs: two-phase commit with `CMC_VS_N` RMs (default 7)
+/// breadth- and depth-first, complete, and stateright's peak resident
+/// memory over its unique count on the same; `membership_3`
+/// breadth-first, complete; `aodv_4_nodes` and the raft example's
+/// `raft_3_crash` breadth-first, bounded by `CMC_MEM_STATES` states
+/// (default 10,000,000). One line per run:
+/// `bench memory model=… strategy=… variant=before|now unique=… bytes_per_state=… visited=… frontier=… records=… pages=… page_index=… tree=… caches=… other=… disk_peak_bytes=… disk_entries=… cpu_s=…`
+/// (owners in bytes per state), then per model
+/// `bench memory_ratio model=… strategy=… now_over_before=…`, and for
+/// two-phase commit
+/// `bench memory_vs_stateright n=… strategy=… stateright_bytes_per_state=… cmc_bytes_per_state=… ratio=…`.
+/// Exits with 1 when a count differs between the two variants.
+mod memory {
+    use super::*;
+
+    struct Run {
+        unique: u64,
+        per_state: f64,
+        line: String,
+    }
+
+    fn measure(
+        manifest: &Path,
+        model: &str,
+        strategy: &str,
+        bound: Option<u64>,
+        before: bool,
+    ) -> Run {
+        let mut cmd = Command::new("cargo");
+        cmd.arg("cmc")
+            .args(["check", "--model", model, "--strategy", strategy])
+            .args([
+                "--jobs",
+                "1",
+                "--max-memory",
+                "0",
+                "--message-format",
+                "json",
+            ])
+            .arg("--manifest-path")
+            .arg(manifest);
+        if let Some(n) = bound {
+            cmd.args(["--max-states", &n.to_string()]);
+        }
+        if before {
+            cmd.env("CMC_PAGE_DELTAS", "off").env("CMC_SPILL", "off");
+        }
+        let start = cpu(libc::RUSAGE_CHILDREN);
+        let out = cmd.output().expect("cargo cmc runs");
+        let took = cpu(libc::RUSAGE_CHILDREN) - start;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let result = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "result")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no result from cargo cmc check --model {model}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        let m = &result["memory"];
+        let unique = result["unique_states"].as_u64().unwrap_or(0);
+        let per = m["bytes_per_state"].as_f64().unwrap_or(0.0);
+        let owner = |k: &str| m["owners"][k]["per_state"].as_f64().unwrap_or(0.0);
+        let line = format!(
+            "bench memory model={model} strategy={strategy} variant={} unique={unique} bytes_per_state={per:.1} visited={:.1} frontier={:.1} records={:.1} pages={:.1} page_index={:.1} tree={:.1} caches={:.1} other={:.1} disk_peak_bytes={} disk_entries={} cpu_s={:.2}",
+            if before { "before" } else { "now" },
+            owner("visited"),
+            owner("frontier"),
+            owner("records"),
+            owner("pages"),
+            owner("page_index"),
+            owner("tree"),
+            owner("caches"),
+            owner("other"),
+            m["disk_peak_bytes"].as_u64().unwrap_or(0),
+            m["disk_entries"].as_u64().unwrap_or(0),
+            took.as_secs_f64(),
+        );
+        Run {
+            unique,
+            per_state: per,
+            line,
+        }
+    }
+
+    fn examples(path: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(path)
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("examples/{path}: {e}"))
+    }
+
+    pub(crate) fn run() -> bool {
+        let n: usize = std::env::var("CMC_VS_N")
+            .ok()
+            .and_then(|v| v.split(',').next()?.trim().parse().ok())
+            .unwrap_or(7);
+        let bound: u64 = std::env::var("CMC_MEM_STATES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000_000);
+        let tpc = format!("two_phase_commit::two_phase_commit_{n}");
+        let configs: Vec<(PathBuf, String, &str, Option<u64>)> = vec![
+            (example(), tpc.clone(), "bfs", None),
+            (example(), tpc.clone(), "dfs", None),
+            (
+                examples("membership/Cargo.toml"),
+                "membership::model::membership_3".into(),
+                "bfs",
+                None,
+            ),
+            (
+                examples("aodv/Cargo.toml"),
+                "aodv::model::aodv_4_nodes".into(),
+                "bfs",
+                Some(bound),
+            ),
+            (
+                examples("raft/Cargo.toml"),
+                "raft_3_crash".into(),
+                "bfs",
+                Some(bound),
+            ),
+        ];
+        let mut ok = true;
+        for (manifest, model, strategy, bound) in configs {
+            // Build the harness before measuring.
+            let _ = Command::new("cargo")
+                .args(["cmc", "list", "--manifest-path"])
+                .arg(&manifest)
+                .output();
+            let before = measure(&manifest, &model, strategy, bound, true);
+            println!("{}", before.line);
+            let now = measure(&manifest, &model, strategy, bound, false);
+            println!("{}", now.line);
+            if bound.is_none() && before.unique != now.unique {
+                println!(
+                    "bench memory model={model}: counts differ ({} before, {} now)",
+                    before.unique, now.unique
+                );
+                ok = false;
+            }
+            println!(
+                "bench memory_ratio model={model} strategy={strategy} now_over_before={:.3}",
+                now.per_state / before.per_state.max(1e-9)
+            );
+            if model == tpc {
+                let (_, unique, peak) = stateright_child(n, strategy == "bfs");
+                let sr = peak as f64 / unique.max(1) as f64;
+                println!(
+                    "bench memory_vs_stateright n={n} strategy={strategy} stateright_bytes_per_state={sr:.1} cmc_bytes_per_state={:.1} ratio={:.2}",
+                    now.per_state,
+                    now.per_state / sr.max(1e-9)
+                );
+                if unique as u64 != now.unique {
+                    println!(
+                        "bench memory model={model}: stateright counts {unique}, cmc {}",
+                        now.unique
+                    );
+                    ok = false;
+                }
+            }
         }
         ok
     }

@@ -193,7 +193,10 @@ impl<P: Process> Search<'_, '_, P> {
     /// the largest so far; returns it.
     pub(super) fn sample_memory(&mut self) -> u64 {
         let rss = super::progress::resident_bytes();
-        if rss >= self.stats.memory.resident {
+        // The first reading at the largest figure: the resident memory
+        // does not shrink when structures do, so a later reading at the
+        // same figure would count what was freed as no one's.
+        if rss > self.stats.memory.resident {
             self.stats.memory = self.memory_use(rss);
         } else {
             // What went to disk is counted to the end.
