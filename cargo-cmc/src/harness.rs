@@ -215,6 +215,29 @@ pub(crate) fn build(project: &Project, pkg: &CmcPackage) -> Result<Harness> {
     })
 }
 
+/// Removes the frontier directories (`frontier-<pid>-<n>`) under `dir`
+/// whose process is gone: a search killed before it could remove its own.
+/// A directory whose process still runs (or a pid reused since) stays.
+fn remove_stale_spills(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("frontier-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// The descriptor the harness writes the protocol to.
 const PROTOCOL_FD: i32 = 4;
 
@@ -274,6 +297,7 @@ impl Harness {
             return Err(std::io::Error::last_os_error()).context("cannot create a pipe");
         }
         let (read_end, write_end) = (fds[0], fds[1]);
+        remove_stale_spills(&self.spill_dir);
         let mut cmd = Command::new(&self.binary);
         cmd.args(args)
             .env("CMC_PROTOCOL_FD", PROTOCOL_FD.to_string())

@@ -2109,3 +2109,26 @@ fn a_memory_budget_bounds_the_search_gracefully() {
         "{stdout}"
     );
 }
+
+#[test]
+fn frontier_files_of_a_search_that_was_killed_are_removed_by_the_next_check() {
+    // A search killed before it removed its frontier on disk leaves a
+    // directory named by its pid; the next check removes it when that
+    // process is gone, and leaves a running one's.
+    let spill = target_dir().join("cmc").join("spill");
+    // Above any pid the kernel hands out (pid_max is at most 2^22).
+    let dead = spill.join("frontier-4000000000-0");
+    let alive = spill.join(format!("frontier-{}-0", std::process::id()));
+    for d in [&dead, &alive] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("segment-0"), b"entries").unwrap();
+    }
+    let result = json_result("two_messages");
+    assert_eq!(result["type"], "result");
+    assert!(!dead.exists(), "{} is still there", dead.display());
+    assert!(
+        alive.join("segment-0").exists(),
+        "a running process's frontier was removed"
+    );
+    std::fs::remove_dir_all(&alive).unwrap();
+}
