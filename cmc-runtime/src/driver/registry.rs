@@ -166,6 +166,8 @@ pub mod private {
                             crate::engine::isolate::signal_name(s)
                         )
                     }
+                    // One child: no other worker to end before it.
+                    crate::engine::isolate::How::Abandoned => "was stopped".to_string(),
                 };
                 let tail = ended.stderr.trim();
                 return Err(CheckError::Model(if tail.is_empty() {

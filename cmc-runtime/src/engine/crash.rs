@@ -149,6 +149,11 @@ pub(crate) fn ending(
                 isolate::signal_name(signal)
             ),
         ),
+        // `culprit` blames nobody for it; named for completeness.
+        isolate::How::Abandoned => (
+            ViolationKind::Timeout,
+            format!("the search was stopped after another worker ended (while {who} ran)"),
+        ),
     }
 }
 
@@ -236,6 +241,11 @@ pub(crate) fn blame<P: Process>(
     }
 }
 
+/// What a worker stopped after another ended is said to be: the
+/// consequence of the other's end, which the merged result names instead.
+pub(crate) const ABANDONED: &str =
+    "was stopped after another worker of the search had ended without a result";
+
 /// Why a child that ended without a result is nobody's fault in the user's
 /// code (the operating system, or cmc itself).
 pub(crate) fn no_culprit(ended: &isolate::Ended) -> String {
@@ -248,6 +258,7 @@ pub(crate) fn no_culprit(ended: &isolate::Ended) -> String {
             "cmc's own machinery failed, not user code: {}",
             failure.unwrap_or("(it did not say how)")
         ),
+        isolate::How::Abandoned => format!("a worker {ABANDONED}"),
         isolate::How::Signal(libc::SIGKILL) => "the checking process was killed by SIGKILL \
              from outside cmc — most likely the kernel's out-of-memory killer (lower the \
              state bound, or set --max-memory)"
@@ -281,6 +292,7 @@ pub(crate) fn culprit<P: Process>(
     if (ended.how == isolate::How::Signal(libc::SIGKILL)
         && ended.self_signal != Some(libc::SIGKILL))
         || ended.how == isolate::How::Exit(crate::sys::process::CHECKER_FAILED)
+        || ended.how == isolate::How::Abandoned
     {
         return Err(no_culprit(ended));
     }

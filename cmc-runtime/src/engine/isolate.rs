@@ -71,8 +71,11 @@ thread_local! {
 
 impl CrashLog {
     fn new() -> std::io::Result<CrashLog> {
-        let tree = Tree::new(true)?;
-        let p = crate::sys::map_zeroed(LOG_WORDS * 8, true)?;
+        let named = |what: &str, e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("cannot map the {what}: {e}"))
+        };
+        let tree = Tree::new(true).map_err(|e| named("shared search tree", e))?;
+        let p = crate::sys::map_zeroed(LOG_WORDS * 8, true).map_err(|e| named("crash log", e))?;
         Ok(CrashLog {
             words: p.cast(),
             tree,
@@ -381,6 +384,11 @@ pub(crate) enum How {
     /// the code it was running had been running all that second (without
     /// a heartbeat), `false` when the child was busy with other work.
     Interrupted(i32, bool),
+    /// The parent stopped it: another worker of the same search had ended
+    /// without a result (killed from outside, say), and this one had not
+    /// stopped two seconds after being told to (it may have been waiting
+    /// for the one that ended).
+    Abandoned,
 }
 
 pub(crate) use crate::sys::process::{catch_stop_signals, stop_signal};
@@ -488,7 +496,10 @@ pub(crate) fn run_in_children(
     // allocator's) at that moment would leave it held in the child.
     for index in 0..n {
         let log = CrashLog::new()?;
-        let (pid, err, out) = match process::fork_with_pipes(RESULT_FD, protocol_fd())? {
+        let forked = process::fork_with_pipes(RESULT_FD, protocol_fd()).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot start a checking process: {e}"))
+        })?;
+        let (pid, err, out) = match forked {
             process::Forked::Child => {
                 // The child: run, write the result, leave without running
                 // the parent's destructors or atexit hooks. The protocol's
@@ -535,26 +546,54 @@ pub(crate) fn run_in_children(
     // its child, while this thread watches them.
     let spawn = |file: Option<std::fs::File>| {
         let mut file = file.expect("each pipe is read once");
-        std::thread::spawn(move || {
+        std::thread::Builder::new().spawn(move || {
             let mut text = String::new();
             let _ = file.read_to_string(&mut text);
             text
         })
     };
-    let readers: Vec<_> = children
-        .iter_mut()
-        .map(|c| (spawn(c.out.take()), spawn(c.err.take())))
-        .collect();
+    let mut readers = Vec::with_capacity(children.len());
+    for c in children.iter_mut() {
+        match (spawn(c.out.take()), spawn(c.err.take())) {
+            (Ok(out), Ok(err)) => readers.push((out, err)),
+            (out, err) => {
+                // No thread to read a child's pipes (the system refused
+                // one: too many threads, or no address space left): the
+                // children are stopped, and the refusal is cmc's failure.
+                let e = [out.err(), err.err()]
+                    .into_iter()
+                    .flatten()
+                    .next()
+                    .map(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!(
+                                "cannot start a thread to read a checking process's output: {e}"
+                            ),
+                        )
+                    });
+                for c in &children {
+                    process::kill_child(c.pid);
+                }
+                for c in &children {
+                    while process::try_wait(c.pid).is_none() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                return Err(e.expect("one of the two failed"));
+            }
+        }
+    }
     let mut asked: Option<(i32, Instant)> = None;
     let mut nap = Duration::from_micros(200);
-    let mut told = false;
+    let mut told: Option<Instant> = None;
     while children.iter().any(|c| c.status.is_none()) {
         for c in children.iter_mut().filter(|c| c.status.is_none()) {
             if let Some(status) = process::try_wait(c.pid) {
                 c.status = Some(status);
                 let clean = status == process::Exit::Code(0);
-                if (!clean || c.stopped.is_some()) && !told {
-                    told = true;
+                if (!clean || c.stopped.is_some()) && told.is_none() {
+                    told = Some(Instant::now());
                     ended();
                 }
             }
@@ -573,7 +612,20 @@ pub(crate) fn run_in_children(
             if seq != c.beat.0 {
                 c.beat = (seq, now);
             }
-            if c.stopped.is_some() || c.log.phase().kind == IN_CHECKER {
+            if c.stopped.is_some() {
+                continue;
+            }
+            // Told to stop because another worker ended: whatever this
+            // one waits for (perhaps the one that ended), it is not a hang
+            // of the code it ran last.
+            if let Some(at) = told {
+                if now.duration_since(at) >= Duration::from_secs(2) {
+                    c.stopped = Some(How::Abandoned);
+                    process::kill_child(c.pid);
+                }
+                continue;
+            }
+            if c.log.phase().kind == IN_CHECKER {
                 continue;
             }
             let stuck = now.duration_since(c.beat.1);

@@ -492,7 +492,10 @@ pub struct Stats {
     #[serde(default)]
     pub fingerprint: Option<crate::model::FingerprintMode>,
     /// The most resident memory the process that searched ever held
-    /// (`VmHWM`), in bytes; 0 where unknown.
+    /// (`VmHWM`), in bytes; with several workers, the sum of each
+    /// worker's largest proportional memory (PSS, which counts a page the
+    /// workers share once in all, where their resident memory counts it
+    /// once per worker) read at its memory checks; 0 where unknown.
     #[serde(default)]
     pub peak_memory_bytes: u64,
     /// Random walks started (`Strategy::Walk`; 0 for the other

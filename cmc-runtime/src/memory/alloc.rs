@@ -32,6 +32,19 @@ fn count_arena_allocation() {
     ARENA_ALLOCATIONS.with(|c| c.set(c.get().wrapping_add(1)));
 }
 
+/// A system allocation this large counts as memory taken (see
+/// [`arena::taken`]): a large allocation can take what thousands of
+/// transitions take.
+pub(crate) const LARGE: usize = 64 << 10;
+
+/// Counts a system allocation of `size` bytes if it is large.
+#[inline]
+fn note_system(size: usize) {
+    if size >= LARGE {
+        arena::note_taken(size);
+    }
+}
+
 /// The arena allocations on this thread go to now, or null.
 #[inline]
 pub(crate) fn current() -> *const ArenaCtl {
@@ -83,6 +96,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let cur = current();
         if cur.is_null() {
+            note_system(layout.size());
             // SAFETY: forwarded contract.
             let p = unsafe { System.alloc(layout) };
             after_system_call();
@@ -106,6 +120,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let cur = current();
         if cur.is_null() {
+            note_system(layout.size());
             // SAFETY: forwarded contract.
             let p = unsafe { System.alloc_zeroed(layout) };
             after_system_call();
@@ -138,6 +153,9 @@ unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let Some(ctl) = arena::find(ptr as usize) else {
+            if new_size > layout.size() {
+                note_system(new_size);
+            }
             // SAFETY: not in any arena, so it came from the system allocator.
             let p = unsafe { System.realloc(ptr, layout, new_size) };
             after_system_call();

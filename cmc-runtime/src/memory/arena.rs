@@ -309,9 +309,30 @@ impl Backing for ArenaCtl {
         };
         if ok {
             self.committed.store(new, Ordering::Release);
+            note_taken(new - committed);
         }
         ok
     }
+}
+
+/// Memory taken by this process since it started, in bytes: the pages
+/// arenas committed, and every system allocation of at least
+/// [`LARGE`](crate::memory::alloc::LARGE) bytes (a large allocation can take what thousands of
+/// transitions take). Never lowered by a free: it is the trigger of a
+/// reading of the resident memory (the search reads it whenever this
+/// grew by a 64th of the budget), not a measure of it.
+static TAKEN: AtomicU64 = AtomicU64::new(0);
+
+/// Memory taken since the process started (see [`TAKEN`]).
+#[inline]
+pub(crate) fn taken() -> u64 {
+    TAKEN.load(Ordering::Relaxed)
+}
+
+/// Counts `bytes` as taken (see [`TAKEN`]).
+#[inline]
+pub(crate) fn note_taken(bytes: usize) {
+    TAKEN.fetch_add(bytes as u64, Ordering::Relaxed);
 }
 
 /// The most arenas that can exist at once in one process.

@@ -393,9 +393,14 @@ pub(crate) fn warm() {
     if STD_BRACKETS.load(Ordering::Acquire) == UNKNOWN {
         let _sys = crate::sys::scope::system_scope();
         // Not user code: a thread of the checker's, not counted.
-        let called = std::thread::spawn(|| CALLED_SIGALTSTACK.with(Cell::get))
-            .join()
-            .unwrap_or(false);
+        let Ok(probe) = std::thread::Builder::new().spawn(|| CALLED_SIGALTSTACK.with(Cell::get))
+        else {
+            // No thread can start now (the system refused it): nothing
+            // learnt; the next call tries again, and what needed a thread
+            // reports the refusal.
+            return;
+        };
+        let called = probe.join().unwrap_or(false);
         STD_BRACKETS.store(
             if called { BRACKETED } else { NOT_BRACKETED },
             Ordering::Release,

@@ -309,6 +309,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         watch,
         jobs,
         |worker| {
+            fault_for(worker);
             let par = Par {
                 coord: &coord,
                 worker,
@@ -377,10 +378,26 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
     }
     merged.stats.elapsed = start.elapsed();
     merged.stats.jobs = jobs;
-    merged.stats.peak_memory_bytes += (coord.visited.memory_bytes()) as u64;
     // Each worker counted the shared set; it is held once.
     merged.stats.memory.visited = coord.visited.memory_bytes() as u64;
     Ok(merged)
+}
+
+/// Fault injection for tests: `CMC_FAULT_DIE_HOLDING_LOCK=W:K` kills
+/// worker `W` while it holds the `K`-th lock of the shared memory it takes
+/// (see [`crate::sys::shm::die_holding_lock`]).
+fn fault_for(worker: usize) {
+    let Ok(spec) = std::env::var("CMC_FAULT_DIE_HOLDING_LOCK") else {
+        return;
+    };
+    let parsed = spec
+        .split_once(':')
+        .and_then(|(w, k)| Some((w.parse::<usize>().ok()?, k.parse::<u64>().ok()?)));
+    match parsed {
+        Some((w, k)) if w == worker => crate::sys::shm::die_holding_lock(k),
+        Some(_) => {}
+        None => panic!("CMC_FAULT_DIE_HOLDING_LOCK is W:K (a worker and a count), not {spec:?}"),
+    }
 }
 
 /// One result from the workers' results: their violations (each distinct
@@ -420,7 +437,19 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         if rank(part.verdict) > rank(verdict) {
             verdict = part.verdict;
         }
-        if stopped.is_none() && part.verdict != Verdict::Pass {
+        // The reason the search stopped: the first worker's, but a worker
+        // that stopped only because another ended (it was abandoned, or
+        // found the other had ended holding a lock) gives way to the
+        // reason the other ended.
+        let consequence = |m: &Option<String>| {
+            m.as_deref().is_some_and(|m| {
+                m.contains(crate::engine::ABANDONED) || m.contains(crate::sys::shm::HOLDER_ENDED)
+            })
+        };
+        if part.verdict != Verdict::Pass
+            && (stopped.is_none() || (consequence(&stopped) && !consequence(&part.stopped)))
+            && part.stopped.is_some()
+        {
             stopped = part.stopped.clone();
         }
         if sources.is_empty() {

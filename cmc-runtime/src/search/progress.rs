@@ -67,6 +67,24 @@ pub(crate) fn resident_bytes() -> u64 {
     pages * page
 }
 
+/// The proportional resident memory of this process (PSS, `Pss:` in
+/// `/proc/self/smaps_rollup`), in bytes: its private pages, and each page
+/// it shares with other processes divided by their number (None where it
+/// cannot be read). The workers of a parallel search share the visited
+/// set and what they inherited from the forking process; their PSS adds
+/// up to what they hold together, where their RSS counts a shared page
+/// once per worker. Reading it walks the process's mappings: dearer than
+/// [`resident_bytes`], so it is read only when that is near the budget.
+pub(crate) fn proportional_bytes() -> Option<u64> {
+    let _sys = crate::sys::scope::system_scope();
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+}
+
 /// The most resident memory this process ever held (`VmHWM` in
 /// `/proc/self/status`), in bytes (0 where it cannot be read).
 pub(crate) fn peak_resident_bytes() -> u64 {

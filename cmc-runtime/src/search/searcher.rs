@@ -46,6 +46,15 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// The bytes the stored states held at the last reading (see
     /// [`Search::stored_bytes`]).
     pub(super) memory_checked_bytes: usize,
+    /// `memory::arena::taken()` at the last reading.
+    pub(super) memory_checked_taken: u64,
+    /// A worker of a parallel search: its resident memory less its
+    /// proportional memory at the last reading of the latter (the part of
+    /// the pages it shares that the other workers hold), and the largest
+    /// proportional memory read (see [`Search::held_bytes`]).
+    pub(super) shared_offset: u64,
+    pub(super) peak_held: u64,
+    pub(super) pss_reads: u32,
     /// A reason to stop was found ([`Search::stop_requested`]).
     pub(super) stopping: bool,
     pub(super) violations: Vec<Violation>,
@@ -189,10 +198,35 @@ impl<P: Process> Search<'_, '_, P> {
         m.page_bytes + m.record_bytes
     }
 
-    /// Reads the resident memory and keeps the reading, by owner, if it is
-    /// the largest so far; returns it.
+    /// The memory this search holds, from its resident memory `rss`: all
+    /// of it on one worker; on several, this worker's proportional share
+    /// (PSS), so that the workers' figures add up to what they hold
+    /// together and a worker is not stopped for pages the others hold as
+    /// well. The proportional memory is read when the estimate from the
+    /// last reading nears the worker's budget, and every 16th time anyway.
+    fn held_bytes(&mut self, rss: u64) -> u64 {
+        if self.par.is_none() {
+            return rss;
+        }
+        self.pss_reads = self.pss_reads.wrapping_add(1);
+        let estimate = rss.saturating_sub(self.shared_offset);
+        let near = self.budget.is_some_and(|b| estimate >= b / 8 * 7);
+        if near || self.pss_reads % 16 == 1 {
+            if let Some(pss) = super::progress::proportional_bytes() {
+                self.shared_offset = rss.saturating_sub(pss);
+                self.peak_held = self.peak_held.max(pss);
+                return pss;
+            }
+        }
+        self.peak_held = self.peak_held.max(estimate);
+        estimate
+    }
+
+    /// Reads the memory held (see [`Search::held_bytes`]) and keeps the
+    /// reading, by owner, if it is the largest so far; returns it.
     pub(super) fn sample_memory(&mut self) -> u64 {
         let rss = super::progress::resident_bytes();
+        let rss = self.held_bytes(rss);
         // The first reading at the largest figure: the resident memory
         // does not shrink when structures do, so a later reading at the
         // same figure would count what was freed as no one's.
@@ -217,7 +251,7 @@ impl<P: Process> Search<'_, '_, P> {
             return true;
         }
         self.stop_ticks = self.stop_ticks.wrapping_add(1);
-        if self.stop_ticks % 64 != 0 {
+        if self.stop_ticks % 64 != 0 && !self.memory_due() {
             return self.state_bound_reached()
                 || (!self.violations.is_empty() && !self.engine.model().keep_going);
         }
@@ -228,6 +262,17 @@ impl<P: Process> Search<'_, '_, P> {
         // between one 64th call and the next.
         self.stopping = self.stop_requested_now();
         self.stopping
+    }
+
+    /// Whether memory taken since the last reading of the resident memory
+    /// (arena pages committed, large allocations: see
+    /// `memory::arena::taken`) calls for a reading now, before the next
+    /// transition: a transition that allocates a lot is seen at once, not
+    /// at the next sampled check. One atomic load.
+    #[inline]
+    fn memory_due(&self) -> bool {
+        self.budget
+            .is_some_and(|b| crate::memory::arena::taken() > self.memory_checked_taken + b / 64)
     }
 
     /// [`Search::stop_requested`]'s checks of every 64th call.
@@ -270,10 +315,11 @@ impl<P: Process> Search<'_, '_, P> {
         // 4096 small ones take).
         let stored = self.stored_bytes();
         let grown = stored.saturating_sub(self.memory_checked_bytes) as u64;
-        let soon = self.budget.is_some_and(|b| grown > b / 64);
+        let soon = self.budget.is_some_and(|b| grown > b / 64) || self.memory_due();
         if self.stats.transitions >= self.memory_checked + 4096 || soon {
             self.memory_checked = self.stats.transitions;
             self.memory_checked_bytes = stored;
+            self.memory_checked_taken = crate::memory::arena::taken();
             let rss = self.sample_memory();
             if let Some(budget) = self.budget {
                 if rss > budget {
@@ -689,6 +735,10 @@ pub(super) fn search<P: Process>(
         .map(|b| b / par.map_or(1, |p| p.coord.workers as u64)),
         memory_checked: 0,
         memory_checked_bytes: 0,
+        memory_checked_taken: 0,
+        shared_offset: 0,
+        peak_held: 0,
+        pss_reads: 0,
         stopping: false,
         violations: Vec::new(),
         seen_violations: HashSet::new(),
@@ -775,7 +825,14 @@ pub(super) fn search<P: Process>(
     stats.page_bytes = mem_stats.page_bytes;
     stats.elapsed = start.elapsed();
     stats.fingerprint = search.engine.process_mode();
-    stats.peak_memory_bytes = super::progress::peak_resident_bytes();
+    stats.peak_memory_bytes = if search.par.is_some() {
+        // The workers' peaks add up (see `Search::held_bytes`); the last
+        // reading counts too.
+        let last = super::progress::proportional_bytes().unwrap_or(0);
+        search.peak_held.max(last)
+    } else {
+        super::progress::peak_resident_bytes()
+    };
     let stopped = match search.interrupted {
         Some(signal) => Some(format!("interrupted by {}", isolate::signal_name(signal))),
         None => search.bounded_by.take(),

@@ -95,24 +95,50 @@ impl Drop for Region {
     }
 }
 
-/// A spin lock in a shared word: 0 is free. Held only by the checker's own
-/// code, never across user code, so a holder cannot die holding it (the
-/// parent stops workers only while they run user code).
+/// A spin lock in a shared word: 0 is free, otherwise the word holds the
+/// holder's process id. Held only by the checker's own code, never across
+/// user code, so the parent's watchdog never stops a holder; but a worker
+/// can still be killed from outside (by a user, by the out-of-memory
+/// killer) while it holds one. A waiter therefore looks now and then
+/// whether the holder still lives, and when it does not, ends the run as
+/// cmc's own failure ([`checker_failure`](crate::sys::process::checker_failure)):
+/// the structure the lock guarded may be half changed, and waiting would
+/// last forever (the watchdog then took the wait for a hang of the user
+/// code that ran last).
 pub(crate) struct SpinGuard<'a>(&'a AtomicU64);
 
+/// What a waiter says of a holder that ended: the consequence of another
+/// worker's end, which the merged result names instead (see
+/// `search::parallel`).
+pub(crate) const HOLDER_ENDED: &str = "ended while it held a lock of the workers' shared memory";
+
 pub(crate) fn lock(word: &AtomicU64) -> SpinGuard<'_> {
-    let mut spins = 0u32;
-    while word
-        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        spins += 1;
-        if spins < 100 {
-            std::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield has no preconditions.
-            unsafe { libc::sched_yield() };
+    let me = crate::sys::real_pid() as u64;
+    assert!(me != 0, "a process id is never 0");
+    let mut spins = 0u64;
+    loop {
+        match word.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => break,
+            Err(holder) => {
+                spins += 1;
+                if spins < 100 {
+                    std::hint::spin_loop();
+                } else {
+                    crate::sys::yield_now();
+                    if spins % 4096 == 0 && holder != 0 && holder != me && !alive(holder as i32) {
+                        crate::sys::process::checker_failure(&format!(
+                            "a worker process (pid {holder}) {HOLDER_ENDED} (killed from \
+                             outside cmc?); the search cannot go on without it"
+                        ));
+                    }
+                }
+            }
         }
+    }
+    if fault_dies_holding() {
+        // Fault injection (tests): this worker is killed while it holds
+        // the lock.
+        crate::sys::process::send_signal(me as libc::pid_t, libc::SIGKILL);
     }
     SpinGuard(word)
 }
@@ -121,4 +147,37 @@ impl Drop for SpinGuard<'_> {
     fn drop(&mut self) {
         self.0.store(0, Ordering::Release);
     }
+}
+
+/// Whether process `pid` still runs: it exists and is not a zombie (a
+/// killed worker stays a zombie until the parent reaps it).
+fn alive(pid: i32) -> bool {
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => match stat.iter().rposition(|&b| b == b')') {
+            Some(at) => !matches!(stat.get(at + 2), Some(b'Z' | b'X')),
+            None => true,
+        },
+        Err(_) => false,
+    }
+}
+
+/// The locks still to take before this process dies holding one (fault
+/// injection, see [`die_holding_lock`]); 0: never.
+static FAULT_LEFT: AtomicU64 = AtomicU64::new(0);
+
+/// Fault injection for tests: the `k`-th lock this process takes from now
+/// on kills the process while it holds the lock, as a kill from outside
+/// at the worst moment would.
+pub(crate) fn die_holding_lock(k: u64) {
+    FAULT_LEFT.store(k, Ordering::Relaxed);
+}
+
+fn fault_dies_holding() -> bool {
+    let left = FAULT_LEFT.load(Ordering::Relaxed);
+    if left == 0 {
+        return false;
+    }
+    FAULT_LEFT.store(left - 1, Ordering::Relaxed);
+    left == 1
 }
