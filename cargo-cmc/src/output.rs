@@ -222,7 +222,7 @@ impl Output {
                             "message": v.record.message,
                             "location": v.record.location,
                             "also_violated": v.trace.also_violated,
-                            "trace_len": v.trace.steps.len(),
+                            "trace_len": v.trace.len(),
                             "loop_start": v.trace.loop_start,
                             "trace_file": s.trace_file,
                             "report_file": s.report_file,
@@ -252,7 +252,7 @@ impl Output {
                         "complete": result.stats.complete,
                         "reached": result.reached.iter().map(|r| json!({
                             "property": r.property,
-                            "trace_len": r.trace.steps.len(),
+                            "trace_len": r.trace.len(),
                             "trace": r.trace,
                         })).collect::<Vec<_>>(),
                         "violations": violations,
@@ -312,8 +312,8 @@ impl Output {
                         "{}: reached `{}` after {} step{}",
                         result.model,
                         r.property,
-                        r.trace.steps.len(),
-                        if r.trace.steps.len() == 1 { "" } else { "s" }
+                        r.trace.len(),
+                        if r.trace.len() == 1 { "" } else { "s" }
                     );
                     if self.verbose {
                         print!("{}", r.trace);

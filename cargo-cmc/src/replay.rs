@@ -243,12 +243,22 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<ExitCode> {
         serde_json::to_string(&options).context("options serialise")?,
     ];
     if let Some(n) = args.step {
-        if n == 0 || n > trace.steps.len() {
-            bail!("--step {n}: the trace has steps 1 to {}", trace.steps.len());
+        let skipped = trace.skipped();
+        if n <= skipped || n > trace.len() {
+            bail!(
+                "--step {n}: the trace describes steps {} to {}{}",
+                skipped + 1,
+                trace.len(),
+                if skipped > 0 {
+                    " (the steps before them are events only: the trace is long)"
+                } else {
+                    ""
+                }
+            );
         }
         cmd.push(n.to_string());
     }
-    let n = trace.steps.len();
+    let n = trace.len();
     println!(
         "replaying {} ({n} step{}) from {}",
         trace.model,

@@ -232,6 +232,13 @@ fn match_messages(trace: &Trace) -> Vec<Arrow> {
     arrows
 }
 
+/// Where a lasso's cycle starts among the described steps (a long
+/// trace's prefix is not drawn; the cycle then starts in the first drawn
+/// step at the latest).
+fn loop_start(trace: &Trace) -> Option<usize> {
+    trace.loop_start.map(|l| l.saturating_sub(trace.skipped()))
+}
+
 /// The step the violation follows: the last one (if there is a violation).
 fn failing_step(trace: &Trace) -> Option<usize> {
     trace.violation.as_ref()?;
@@ -273,7 +280,7 @@ fn header(out: &mut String, trace: &Trace) {
         }
         None => out.push_str("<div class=\"no-violation\">No violation recorded.</div>\n"),
     }
-    let steps = trace.steps.len();
+    let steps = trace.len();
     let _ = writeln!(
         out,
         "<p class=\"facts\">{steps} step{} · trace format {} · {}-bit fingerprints · \
@@ -283,6 +290,16 @@ fn header(out: &mut String, trace: &Trace) {
         trace.fingerprint_bits,
         esc(&trace.initial_fingerprint)
     );
+    let skipped = trace.skipped();
+    if skipped > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"skipped\" id=\"skipped\">A long trace: steps 1 to {skipped} are \
+             recorded as events only (in the trace file, which replay runs); the last {} are \
+             drawn and described here.</p>",
+            trace.steps.len()
+        );
+    }
     out.push_str("</header>\n");
 }
 
@@ -375,7 +392,7 @@ fn chart(
     // A lasso: a bracket in the right margin over the steps that repeat
     // forever, labelled just above it (between two rows, clear of the
     // violation's callout in the last row).
-    if let Some(l) = trace.loop_start.filter(|&l| l < n) {
+    if let Some(l) = loop_start(trace).filter(|&l| l < n) {
         let (y1, y2) = (row_y(l) - ROW / 2, row_y(n - 1) + ROW / 2);
         let x = width - 6;
         let _ = writeln!(
@@ -441,7 +458,7 @@ fn chart(
             esc(&describe(step)),
             y + 4,
             if fail { "✗ " } else { "" },
-            i + 1
+            trace.skipped() + i + 1
         );
         if fail {
             if let Some(v) = &trace.violation {
@@ -723,7 +740,7 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
         out.push_str("<ol class=\"steps\">\n");
     }
     for (i, step) in trace.steps.iter().enumerate() {
-        if trace.loop_start == Some(i) {
+        if loop_start(trace) == Some(i) {
             out.push_str(
                 "<li class=\"cycle-start\">↻ The cycle: from here to the last step, the \
                  steps repeat forever (the last step returns to the state before this one).</li>\n",
@@ -746,7 +763,7 @@ fn step_list(out: &mut String, trace: &Trace, failing: Option<usize>) {
              <span class=\"badge {kind}\">{kind}</span>",
             i + 1,
             if fail { " failing" } else { "" },
-            i + 1,
+            trace.skipped() + i + 1,
             esc(&step.actor),
             esc(&step.handler)
         );

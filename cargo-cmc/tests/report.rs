@@ -340,6 +340,7 @@ fn handmade_trace() -> Trace {
         sources: Vec::new(),
         handlers: String::new(),
         initial_fingerprint: "abcdef0123456789".into(),
+        prefix: Vec::new(),
         steps: vec![s1, s2, s3, s4, s5, s6, s7, s8, s9],
         violation: Some(ViolationRecord {
             kind: ViolationKind::Panic,
@@ -400,6 +401,7 @@ fn long_trace() -> Trace {
         sources: Vec::new(),
         handlers: String::new(),
         initial_fingerprint: "abcdef0123456789".into(),
+        prefix: Vec::new(),
         steps,
         violation: Some(ViolationRecord {
             kind: ViolationKind::Invariant,
@@ -477,8 +479,10 @@ fn check_common(trace: &Trace, html: &str) {
         // Numbered as its step, whatever comes before it in the list (a
         // lasso's cycle banner is an item too).
         let item = &html[html.find(&format!("<li id=\"step-{k}\"")).unwrap()..];
+        // Numbered after a long trace's prefix.
+        let number = trace.skipped() + k;
         assert!(
-            item[..item.find('>').unwrap()].contains(&format!(" value=\"{k}\"")),
+            item[..item.find('>').unwrap()].contains(&format!(" value=\"{number}\"")),
             "step {k}: {}",
             &item[..item.find('>').unwrap()]
         );
@@ -875,4 +879,32 @@ fn the_ping_pong_report_renders_and_has_a_screenshot() {
         "a blank screenshot? {} bytes",
         png.len()
     );
+}
+
+#[test]
+fn a_trace_with_a_prefix_numbers_its_described_steps_after_it() {
+    let mut trace = courier_trace();
+    trace.version = cmc::LONG_TRACE_VERSION;
+    trace.prefix = vec![cmc::PathRun {
+        process: Some(0),
+        handler: 0,
+        choices: Vec::new(),
+        seed: 0,
+        times: 1_999_500,
+    }];
+    assert_eq!(trace.len(), 1_999_503);
+    let html = report::render(&trace);
+    check_common(&trace, &html);
+    assert!(
+        html.contains("1,999,503 steps") || html.contains("1999503 steps"),
+        "the header counts every step"
+    );
+    assert!(html.contains("steps 1 to 1999500 are recorded as events only"));
+    // The list and the chart number the described steps after the prefix.
+    assert!(html.contains("value=\"1999501\""));
+    assert!(html.contains("value=\"1999503\""));
+    assert!(!html.contains("value=\"1\""));
+    let text = trace.to_string();
+    assert!(text.contains("… steps 1 to 1999500: events only"), "{text}");
+    assert!(text.contains("1999503. "), "{text}");
 }

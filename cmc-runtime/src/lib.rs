@@ -57,8 +57,8 @@ pub mod registry {
 
 pub use crate::driver::trace_replay::ReplayOutcome;
 pub use crate::engine::trace::{
-    BuildInfo, CheckResult, MemoryUse, Sent, Stats, Step, StepKind, Trace, Verdict, Violation,
-    ViolationKind, ViolationRecord, TRACE_VERSION,
+    BuildInfo, CheckResult, MemoryUse, PathRun, Sent, Stats, Step, StepKind, Trace, Verdict,
+    Violation, ViolationKind, ViolationRecord, DESCRIBED_STEPS, LONG_TRACE_VERSION, TRACE_VERSION,
 };
 pub use crate::engine::CheckError;
 pub use crate::identity::StateHash;

@@ -401,6 +401,12 @@ fn main() {
         }
         return;
     }
+    if args.get(1).map(String::as_str) == Some("deep") {
+        if !deep::run() {
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("big") {
         if !big::run(runs()) {
             std::process::exit(1);
@@ -820,6 +826,76 @@ mod big {
 /// two-phase commit
 /// `bench memory_vs_stateright n=… strategy=… stateright_bytes_per_state=… cmc_bytes_per_state=… ratio=…`.
 /// Exits with 1 when a count differs between the two variants.
+/// A crash far down one path (`-- deep`): the `deep-crash` model's counter
+/// panics `CMC_DEEP` steps deep (20 million by default). Depth-first, on
+/// one worker: whether the crash is found, the CPU time, the peak
+/// resident memory (bytes per state), the trace's length and size on
+/// disk, and the time its replay takes and whether it reproduces.
+mod deep {
+    use super::*;
+
+    pub(crate) fn run() -> bool {
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("deep-crash/Cargo.toml")
+            .canonicalize()
+            .expect("deep-crash");
+        let depth: u64 = std::env::var("CMC_DEEP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000_000);
+        // Build first, outside the measurement.
+        let _ = try_cargo_cmc(&manifest, &["list"]).expect("the deep-crash model builds");
+        let (took, stdout) = try_cargo_cmc(
+            &manifest,
+            &[
+                "check",
+                "--strategy",
+                "dfs",
+                "--jobs",
+                "1",
+                "--message-format",
+                "json",
+            ],
+        )
+        .expect("cargo cmc check runs");
+        let lines: Vec<serde_json::Value> = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let result = lines
+            .iter()
+            .find(|v| v["type"] == "result")
+            .expect("a result line");
+        let violation = result["violations"].get(0);
+        let unique = result["unique_states"].as_u64().unwrap_or(0);
+        let peak = result["peak_memory_bytes"].as_u64().unwrap_or(0);
+        let Some(violation) = violation else {
+            println!(
+                "bench deep depth={depth} found=no verdict={} unique={unique} cpu_s={:.1}",
+                result["verdict"],
+                took.as_secs_f64()
+            );
+            return false;
+        };
+        let trace_len = violation["trace_len"].as_u64().unwrap_or(0);
+        let file = violation["trace_file"].as_str().expect("a trace file").to_string();
+        let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+        let (replay_took, replayed) =
+            try_cargo_cmc(&manifest, &["replay", &file]).expect("cargo cmc replay runs");
+        let reproduced = replayed.contains("the violation reproduces");
+        println!(
+            "bench deep depth={depth} found=yes unique={unique} trace_len={trace_len} \
+             trace_bytes={bytes} check_cpu_s={:.1} peak_bytes={peak} bytes_per_state={:.1} \
+             replay_cpu_s={:.1} reproduced={}",
+            took.as_secs_f64(),
+            peak as f64 / unique.max(1) as f64,
+            replay_took.as_secs_f64(),
+            if reproduced { "yes" } else { "no" }
+        );
+        trace_len == depth && reproduced
+    }
+}
+
 mod memory {
     use super::*;
 

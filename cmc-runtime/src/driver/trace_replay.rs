@@ -179,7 +179,120 @@ pub(crate) fn replay<P: Process>(
     let count = e.process_count();
     // The state each step starts from (see `Engine::build_trace`).
     let mut pre = e.initial();
+    // A long trace's prefix: its events run as recorded, without
+    // fingerprints to compare (it has none) and without being shown.
+    let base = trace.skipped();
+    let mut k = 0usize;
+    for run in &trace.prefix {
+        let misfit = |message: String| {
+            Ok(ReplayOutcome::Misfit {
+                step: k + 1,
+                message,
+                changed: changed.clone(),
+            })
+        };
+        let actor = match run.process {
+            Some(p) if p < count => p,
+            Some(p) => {
+                return misfit(format!(
+                    "step {} names process {p}; the model has {count} (0 to {})",
+                    k + 1,
+                    count.saturating_sub(1)
+                ))
+            }
+            None => ENV,
+        };
+        let handlers = if actor == ENV {
+            ENV_EVENTS.len()
+        } else {
+            e.handlers().len()
+        };
+        if run.handler >= handlers {
+            return misfit(format!(
+                "step {} runs handler {} of {}, which has {handlers}",
+                k + 1,
+                run.handler,
+                e.actor_name(actor)
+            ));
+        }
+        let event = Event {
+            actor,
+            handler: run.handler,
+        };
+        let name = e.handler_name(event).to_string();
+        for _ in 0..run.times {
+            k += 1;
+            let enabled = match e.enabled() {
+                Ok(events) => events,
+                Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
+            };
+            if !enabled.contains(&event) {
+                return Ok(ReplayOutcome::Diverged {
+                    step: k,
+                    handler: name.clone(),
+                    message: format!(
+                        "{name} of {} is not enabled at step {k}",
+                        e.actor_name(actor)
+                    ),
+                    detail: None,
+                    changed,
+                });
+            }
+            isolate::record(|| vec![isolate::REPLAYING, k as u64]);
+            let outcome = e.run(event, run.choices.clone(), run.seed, false, pre);
+            if let Some(m) = outcome.global_error.clone() {
+                return Err(CheckError::Model(m));
+            }
+            if let Some(m) = outcome.misfit.clone() {
+                return Ok(ReplayOutcome::Misfit {
+                    step: k,
+                    message: format!("{name} of {} at step {k}: {m}", e.actor_name(actor)),
+                    changed,
+                });
+            }
+            let failed = outcome.cut_short()
+                || outcome.model_error.is_some()
+                || e.take_exhaustion().is_some();
+            if failed {
+                // The trace's violation is at its end: failing before the
+                // described steps, the program no longer behaves as
+                // recorded.
+                return Ok(ReplayOutcome::Diverged {
+                    step: k,
+                    handler: name.clone(),
+                    message: format!(
+                        "{name} of {} failed at step {k} of {}, before the step the trace \
+                         fails at",
+                        e.actor_name(actor),
+                        trace.len()
+                    ),
+                    detail: None,
+                    changed,
+                });
+            }
+            let s = e.capture();
+            if liveness.is_some() {
+                // A lasso's cycle may start in the prefix.
+                match e.trace_fingerprint(&mut fp, s) {
+                    Ok(f) => prints.push(hex(f)),
+                    Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
+                }
+            }
+            if pre != e.initial() {
+                e.release(pre);
+            }
+            pre = s;
+            if crate::search::progress::replay_stop() == Some(k) {
+                return Ok(ReplayOutcome::Stopped { step: k });
+            }
+        }
+    }
+    if liveness.is_none() {
+        prints.clear();
+    }
     for (k, step) in trace.steps.iter().enumerate() {
+        // Steps are numbered from the prefix's end.
+        let k = base + k;
         let misfit = |message: String| {
             Ok(ReplayOutcome::Misfit {
                 step: k + 1,
@@ -327,7 +440,7 @@ pub(crate) fn replay<P: Process>(
         // violation", not "diverged").
         // (A trace of nondeterminism is the exception: its last step's
         // difference is the violation.)
-        let last = k + 1 == trace.steps.len()
+        let last = k + 1 == trace.len()
             && trace
                 .violation
                 .as_ref()
@@ -355,7 +468,9 @@ pub(crate) fn replay<P: Process>(
                 return Ok(ReplayOutcome::NoViolation);
             }
         }
-        prints.push(print);
+        if liveness.is_some() {
+            prints.push(print);
+        }
     }
     if let Some((_, record)) = liveness {
         let ends = match trace.loop_start {
@@ -415,8 +530,33 @@ pub(crate) fn replay_isolated<P: Process>(
         _ => 0,
     };
     let names_of = Names::of(model, trace.fingerprint.or(model.fingerprint));
-    let step = done.checked_sub(1).and_then(|k| trace.steps.get(k));
-    let names = step.map(|s| (s.handler.as_str(), s.actor.as_str()));
+    let base = trace.skipped();
+    let step = done.checked_sub(1 + base).and_then(|k| trace.steps.get(k));
+    // A step of the prefix is named from its run.
+    let prefix_names = (done >= 1 && done <= base)
+        .then(|| {
+            let mut at = 0;
+            trace.prefix.iter().find(|r| {
+                at += r.times as usize;
+                at >= done
+            })
+        })
+        .flatten()
+        .map(|r| {
+            let event = Event {
+                actor: r.process.unwrap_or(ENV),
+                handler: r.handler,
+            };
+            (
+                names_of.handler(event).to_string(),
+                names_of.actor(event.actor),
+            )
+        });
+    let names = match (&prefix_names, step) {
+        (Some((h, a)), _) => Some((h.as_str(), a.as_str())),
+        (None, Some(s)) => Some((s.handler.as_str(), s.actor.as_str())),
+        (None, None) => None,
+    };
     let outside = (ended.how == isolate::How::Signal(libc::SIGKILL)
         && ended.self_signal != Some(libc::SIGKILL))
         || ended.how == isolate::How::Exit(crate::sys::process::CHECKER_FAILED);
@@ -436,18 +576,18 @@ pub(crate) fn replay_isolated<P: Process>(
     // Where the replay was: the constructors come before any step; a step's
     // handler ran at step `done`; guards and invariants after it.
     let at_end = match ended.phase.kind {
-        isolate::IN_SETUP => trace.steps.is_empty(),
-        _ => done == trace.steps.len(),
+        isolate::IN_SETUP => trace.is_empty(),
+        _ => done == trace.len(),
     };
     if at_end {
         Ok(ReplayOutcome::Reproduced(record))
     } else {
         Ok(ReplayOutcome::Diverged {
             step: done,
-            handler: step.map_or_else(|| "initialisation".to_string(), |s| s.handler.clone()),
+            handler: names.map_or_else(|| "initialisation".to_string(), |(h, _)| h.to_string()),
             message: format!(
                 "at step {done} of {}: {} {}",
-                trace.steps.len(),
+                trace.len(),
                 record.kind,
                 record.message
             ),

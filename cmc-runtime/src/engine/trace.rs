@@ -9,6 +9,39 @@ use serde::{Deserialize, Serialize};
 /// The version of the trace format this cmc writes and reads.
 pub const TRACE_VERSION: u32 = 1;
 
+/// The version of a long trace, one with a [`Trace::prefix`]: an earlier
+/// cmc, which would replay its described steps from the initial state,
+/// refuses it. This cmc reads both versions, and writes a trace without
+/// a prefix as version [`TRACE_VERSION`].
+pub const LONG_TRACE_VERSION: u32 = 2;
+
+/// How many of a trace's last steps are described (states, messages,
+/// fingerprints); the steps before them are kept as events only, in
+/// [`Trace::prefix`]. A crash 17 million steps deep made a described
+/// trace of gigabytes, built for minutes; its last steps are what a
+/// reader reads.
+pub const DESCRIBED_STEPS: usize = 500;
+
+/// Steps of a long trace's prefix (see [`Trace::prefix`]): one event run
+/// `times` times in a row with the same choices and seed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathRun {
+    /// The process that ran, or `None` for an environment event.
+    pub process: Option<usize>,
+    /// The handler's index in the process's handler table (or the
+    /// environment event's index); the trace's `handlers` hash names the
+    /// tables it indexes.
+    pub handler: usize,
+    /// The choice values, in the order they were made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<usize>,
+    /// The random-seed variant (0 is not written).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seed: u32,
+    /// How many times in a row.
+    pub times: u64,
+}
+
 /// What to do with a trace this cmc cannot replay faithfully: the end of
 /// the message [`Trace::from_json`] refuses it with. Tests emitted by
 /// earlier versions of `cargo cmc check --emit-test` read their trace with
@@ -215,7 +248,13 @@ pub struct Trace {
     pub fingerprint: Option<crate::model::FingerprintMode>,
     /// The fingerprint of the initial state (hex).
     pub initial_fingerprint: String,
-    /// The steps.
+    /// The first steps of a long trace, as events only (no states, no
+    /// fingerprints), in runs: empty unless the trace has more than
+    /// [`DESCRIBED_STEPS`] steps. Replay runs them before `steps`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefix: Vec<PathRun>,
+    /// The steps, described: after the prefix's (numbered from
+    /// [`Trace::skipped`] + 1).
     pub steps: Vec<Step>,
     /// The violation at the end of the steps.
     pub violation: Option<ViolationRecord>,
@@ -305,17 +344,18 @@ impl Trace {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not a cmc trace: {e}"))?;
         match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(v) if v == u64::from(TRACE_VERSION) => {}
-            Some(v) if v > u64::from(TRACE_VERSION) => {
+            Some(v) if v == u64::from(TRACE_VERSION) || v == u64::from(LONG_TRACE_VERSION) => {}
+            Some(v) if v > u64::from(LONG_TRACE_VERSION) => {
                 return Err(format!(
-                    "trace format version {v} is not supported (this cmc reads version \
-                     {TRACE_VERSION}): a newer cmc wrote it; replay it with that one"
+                    "trace format version {v} is not supported (this cmc reads versions \
+                     {TRACE_VERSION} and {LONG_TRACE_VERSION}): a newer cmc wrote it; replay it \
+                     with that one"
                 ))
             }
             Some(v) => {
                 return Err(format!(
-                    "trace format version {v} is not supported (this cmc reads version \
-                     {TRACE_VERSION}): an older cmc wrote it. {STALE}"
+                    "trace format version {v} is not supported (this cmc reads versions \
+                     {TRACE_VERSION} and {LONG_TRACE_VERSION}): an older cmc wrote it. {STALE}"
                 ))
             }
             None => return Err("not a cmc trace: no \"version\" field".into()),
@@ -334,6 +374,21 @@ impl Trace {
         Ok(trace)
     }
 
+    /// The number of steps in the prefix, which are not described.
+    pub fn skipped(&self) -> usize {
+        self.prefix.iter().map(|r| r.times as usize).sum()
+    }
+
+    /// The number of steps: the prefix's and the described ones.
+    pub fn len(&self) -> usize {
+        self.skipped() + self.steps.len()
+    }
+
+    /// Whether the trace has no step (a violation of the initial state).
+    pub fn is_empty(&self) -> bool {
+        self.prefix.is_empty() && self.steps.is_empty()
+    }
+
     /// The name of the function that hashed the trace's fingerprints
     /// (traces recorded before it was named used SipHash-1-3).
     pub fn hashed_with(&self) -> &str {
@@ -347,10 +402,20 @@ impl Trace {
 
 impl fmt::Display for Trace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.steps.len();
+        let n = self.len();
         let s = if n == 1 { "" } else { "s" };
         writeln!(f, "trace of {} ({n} step{s}):", self.model)?;
+        let skipped = self.skipped();
+        if skipped > 0 {
+            writeln!(
+                f,
+                "  … steps 1 to {skipped}: events only, in the trace file (the last {} are \
+                 described)",
+                self.steps.len()
+            )?;
+        }
         for (i, step) in self.steps.iter().enumerate() {
+            let i = skipped + i;
             if self.loop_start == Some(i) {
                 writeln!(
                     f,

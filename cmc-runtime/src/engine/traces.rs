@@ -13,7 +13,10 @@ use super::setup::Engine;
 use std::time::{Duration, Instant};
 
 use crate::engine::isolate::{self};
-use crate::engine::trace::{Sent, Step, StepKind, Trace, ViolationRecord, TRACE_VERSION};
+use crate::engine::trace::{
+    PathRun, Sent, Step, StepKind, Trace, ViolationRecord, DESCRIBED_STEPS, LONG_TRACE_VERSION,
+    TRACE_VERSION,
+};
 use crate::identity::TypeSource;
 use crate::memory::FingerprintWidth;
 use crate::model::ctx::user_code;
@@ -42,6 +45,7 @@ pub(crate) fn trace_of<P: Process>(
         },
         fingerprint,
         initial_fingerprint: String::new(),
+        prefix: Vec::new(),
         steps,
         violation: Some(record),
         also_violated: Vec::new(),
@@ -50,6 +54,48 @@ pub(crate) fn trace_of<P: Process>(
         build: None,
         loop_start: None,
     }
+}
+
+/// The steps of a long trace that are not described (all but the last
+/// [`DESCRIBED_STEPS`]), and the ones that are.
+pub(crate) fn split_long(steps: &[RawStep]) -> (&[RawStep], &[RawStep]) {
+    steps.split_at(steps.len().saturating_sub(DESCRIBED_STEPS))
+}
+
+/// `steps` as a trace's prefix: runs of the same event with the same
+/// choices and seed.
+pub(crate) fn runs_of(steps: &[RawStep]) -> Vec<PathRun> {
+    let mut runs: Vec<PathRun> = Vec::new();
+    for step in steps {
+        let process = (step.event.actor != ENV).then_some(step.event.actor);
+        match runs.last_mut() {
+            Some(r)
+                if r.process == process
+                    && r.handler == step.event.handler
+                    && r.seed == step.seed
+                    && r.choices == step.choices =>
+            {
+                r.times += 1
+            }
+            _ => runs.push(PathRun {
+                process,
+                handler: step.event.handler,
+                choices: step.choices.clone(),
+                seed: step.seed,
+                times: 1,
+            }),
+        }
+    }
+    runs
+}
+
+/// Gives `trace` the prefix `runs` (and the version that says it has one).
+fn with_prefix(mut trace: Trace, runs: Vec<PathRun>) -> Trace {
+    if !runs.is_empty() {
+        trace.version = LONG_TRACE_VERSION;
+    }
+    trace.prefix = runs;
+    trace
 }
 
 /// A step as recorded, without running it: which process ran which
@@ -80,6 +126,7 @@ pub(crate) fn bare_trace<P: Process>(
     steps: &[RawStep],
     record: ViolationRecord,
 ) -> Trace {
+    let (head, steps) = split_long(steps);
     let steps = steps
         .iter()
         .map(|s| {
@@ -91,14 +138,15 @@ pub(crate) fn bare_trace<P: Process>(
             )
         })
         .collect();
-    trace_of(
+    let trace = trace_of(
         n.model,
         n.model.fingerprint,
         Vec::new(),
         n.shape(),
         steps,
         record,
-    )
+    );
+    with_prefix(trace, runs_of(head))
 }
 
 impl<'m, P: Process> Engine<'m, P> {
@@ -222,6 +270,7 @@ impl<'m, P: Process> Engine<'m, P> {
     /// The trace of `steps` as recorded, without running them: which
     /// process ran which handler with which choices.
     fn bare_trace(&self, steps: &[RawStep], record: ViolationRecord) -> Trace {
+        let (head, steps) = split_long(steps);
         let steps = steps
             .iter()
             .map(|step| {
@@ -235,14 +284,15 @@ impl<'m, P: Process> Engine<'m, P> {
             })
             .collect();
         let sources = self.fp.sources.clone();
-        trace_of(
+        let trace = trace_of(
             self.model,
             self.fp.mode,
             sources,
             self.shape(),
             steps,
             record,
-        )
+        );
+        with_prefix(trace, runs_of(head))
     }
 
     fn build_trace_here(&mut self, steps: &[RawStep], record: ViolationRecord) -> Trace {
@@ -251,11 +301,29 @@ impl<'m, P: Process> Engine<'m, P> {
         let initial_fingerprint = self
             .trace_fingerprint(&mut fp, self.initial)
             .map_or_else(|_| String::new(), hex);
+        // A long trace's first steps are run without being described (see
+        // `DESCRIBED_STEPS`).
+        let (head, steps) = split_long(steps);
         let mut out = Vec::with_capacity(steps.len());
         let mut last_failed = false;
         // The state each step starts from, kept until the next one is
         // captured.
         let mut pre = self.initial;
+        for step in head {
+            let outcome = self.run(step.event, step.choices.clone(), step.seed, false, pre);
+            if outcome.cut_short() || self.mem.take_exhaustion().is_some() {
+                // The steps did not behave as in the search (a flaky
+                // crash): the caller keeps them bare.
+                fp.release(&mut self.mem);
+                let all: Vec<RawStep> = head.iter().chain(steps).cloned().collect();
+                return self.bare_trace(&all, record);
+            }
+            let s = self.mem.capture();
+            if pre != self.initial {
+                self.mem.release(pre);
+            }
+            pre = s;
+        }
         for step in steps {
             let before = self.show(step.event.actor);
             let outcome = self.run_described(step.event, step.choices.clone(), step.seed, pre);
@@ -294,7 +362,8 @@ impl<'m, P: Process> Engine<'m, P> {
             self.mem.release(pre);
         }
         let sources = self.fp.sources.clone();
-        let mut trace = trace_of(self.model, self.fp.mode, sources, self.shape(), out, record);
+        let trace = trace_of(self.model, self.fp.mode, sources, self.shape(), out, record);
+        let mut trace = with_prefix(trace, runs_of(head));
         trace.initial_fingerprint = initial_fingerprint;
         trace.also_violated = also_violated;
         trace

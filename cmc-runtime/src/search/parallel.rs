@@ -460,7 +460,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
                 .iter_mut()
                 .find(|x: &&mut crate::engine::trace::Reached| x.property == r.property)
             {
-                Some(x) if r.trace.steps.len() < x.trace.steps.len() => *x = r,
+                Some(x) if r.trace.len() < x.trace.len() => *x = r,
                 Some(_) => {}
                 None => reached.push(r),
             }
@@ -474,7 +474,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
                 )
             };
             match violations.iter_mut().find(|w| key(w) == key(&v)) {
-                Some(w) if v.trace.steps.len() < w.trace.steps.len() => *w = v,
+                Some(w) if v.trace.len() < w.trace.len() => *w = v,
                 Some(_) => {}
                 None => violations.push(v),
             }

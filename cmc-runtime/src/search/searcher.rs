@@ -957,12 +957,13 @@ pub(super) fn ended_result<P: Process>(
             let trace = if ran.is_empty() {
                 Some(bare_trace(&names, &[], record.clone()))
             } else {
-                let prefix = ran.to_vec();
+                // Borrowed, not copied, into the child: a crash millions
+                // of steps deep has a path of hundreds of megabytes.
                 let r = record.clone();
                 match isolate::run_in_child(watch, || {
                     let trace = Engine::new(model, model.fingerprint)
                         .ok()
-                        .map(|mut e| e.build_trace(&prefix, r.clone()));
+                        .map(|mut e| e.build_trace(ran, r.clone()));
                     serde_json::to_string(&trace).expect("a trace always serialises")
                 })? {
                     ChildEnd::Finished(text) => {

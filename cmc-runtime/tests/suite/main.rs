@@ -20,6 +20,7 @@ mod first_engine;
 mod globals;
 mod identity;
 mod layout;
+mod long_traces;
 mod memory;
 mod memory_budget;
 mod misbehaving;

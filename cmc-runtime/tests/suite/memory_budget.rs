@@ -154,8 +154,7 @@ impl Process for Hog {
     }
 }
 
-const HOG_BUDGET: u64 = 200 << 20;
-const TIGHT: u64 = 150 << 20;
+const HOG_BUDGET: u64 = 320 << 20;
 
 fn hog_model(keep_going: bool, budget: u64) -> Model<Hog> {
     fn at(w: &cmc::World<'_, Hog>, first: u32, second: u32) -> bool {
@@ -190,36 +189,25 @@ fn hog_model(keep_going: bool, budget: u64) -> Model<Hog> {
 /// next one). Each violation found is reported with its trace.
 #[test]
 fn keep_going_with_large_successors() {
-    // Under a budget the search fits in, and under one it does not.
-    for (keep_going, budget) in [(false, HOG_BUDGET), (true, HOG_BUDGET), (true, TIGHT)] {
+    let run = |keep_going: bool, budget: u64| {
         let r = hog_model(keep_going, budget)
             .jobs(1)
             .check_isolated()
             .unwrap();
         let peak = r.stats.peak_memory_bytes;
-        let why = r.stopped.clone().unwrap_or_default();
         println!(
-            "keep_going={keep_going}, budget {} MiB: {} violations={} peak {} MiB; {why}",
+            "keep_going={keep_going}, budget {} MiB: {} violations={} peak {} MiB; {}",
             budget >> 20,
             r.summary(),
             r.violations.len(),
             peak >> 20,
+            r.stopped.clone().unwrap_or_default()
         );
         assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary());
         assert!(
-            r.violations.iter().all(|v| !v.trace.steps.is_empty()),
+            r.violations.iter().all(|v| !v.trace.is_empty()),
             "every violation has its trace"
         );
-        if keep_going && budget == HOG_BUDGET {
-            assert_eq!(r.violations.len(), 3, "{}", r.summary());
-            assert!(r.stats.complete, "{}", r.summary());
-        }
-        if budget == TIGHT {
-            assert!(
-                why.contains("the memory budget (150.0 MiB) was reached"),
-                "{why}"
-            );
-        }
         // The margin: one transition's allocations (a new 16 MiB buffer
         // while the old one lives, in the arena, and the capture's pages).
         assert!(
@@ -228,5 +216,21 @@ fn keep_going_with_large_successors() {
             peak >> 20,
             budget >> 20
         );
-    }
+        r
+    };
+    // Under a budget the whole search fits in: the first violation, or
+    // all three with their traces.
+    let first = run(false, HOG_BUDGET);
+    let all = run(true, HOG_BUDGET);
+    assert_eq!(all.violations.len(), 3, "{}", all.summary());
+    assert!(all.stats.complete, "{}", all.summary());
+    // Under a budget between what the first violation took and what the
+    // whole search takes (this process's own memory varies from run to
+    // run): the search goes on past its first violation and stops at
+    // the budget.
+    let tight = (first.stats.peak_memory_bytes + all.stats.peak_memory_bytes) / 2;
+    let r = run(true, tight);
+    let why = r.stopped.clone().unwrap_or_default();
+    assert!(why.contains("the memory budget ("), "{why}");
+    assert!(!r.stats.complete, "{}", r.summary());
 }

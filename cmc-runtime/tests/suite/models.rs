@@ -943,8 +943,8 @@ fn traces_are_saved_and_loaded() {
     assert_eq!(
         cmc::Trace::load(&path).unwrap_err(),
         format!(
-            "{}: trace format version 99 is not supported (this cmc reads version 1): \
-             a newer cmc wrote it; replay it with that one",
+            "{}: trace format version 99 is not supported (this cmc reads versions 1 and \
+             2): a newer cmc wrote it; replay it with that one",
             path.display()
         )
     );

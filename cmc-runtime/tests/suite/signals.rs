@@ -48,8 +48,10 @@ fn tracked_memory() -> Memory {
     {
         let _in = mem.enter(a);
         // SAFETY: the root object of the restored arena; the write faults
-        // once and is recorded.
-        unsafe { (*root)[5000] = 1 };
+        // once and is recorded. Volatile: the box never escapes as far as
+        // the compiler can see, so a plain store to it may be removed as
+        // dead (it was, in some builds of this binary).
+        unsafe { std::ptr::write_volatile(&mut (*root)[5000], 1) };
     }
     let s1 = mem.capture();
     assert_ne!(
