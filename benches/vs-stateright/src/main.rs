@@ -51,7 +51,34 @@
 //! Resident bytes per state by owner on two-phase commit (against
 //! stateright), `membership_3`, `aodv_4_nodes` and `raft_3_crash`, each
 //! against the same search with pages stored full and the frontier in
-//! memory; see [`memory`].
+//! memory; see [`memory`]. `CMC_MEM_STATES` bounds the last two (10 M by
+//! default), `CMC_MEM_MODELS=aodv,raft` keeps the models whose names
+//! contain one of the words, `CMC_MEM_BEFORE=skip` leaves out the runs
+//! before the cuts.
+//!
+//! # `spill`: a frontier three times the memory budget
+//!
+//! ```sh
+//! cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- spill
+//! ```
+//!
+//! `aodv_3_nodes` (or `CMC_SPILL_MODEL`) breadth-first on one worker,
+//! first with the frontier in memory and no budget, then with a third of
+//! that run's peak as `--max-memory` and the frontier on disk:
+//! `bench spill model=… in_memory: verdict=… unique=… peak_bytes=… cpu_s=…; budget_bytes=…; on_disk: verdict=… unique=… peak_bytes=… disk_peak_bytes=… cpu_s=…`,
+//! exit 1 unless both end the same way with the same count and the second
+//! within its budget (and an eighth).
+//!
+//! # `deep`: a crash twenty million steps down one path
+//!
+//! ```sh
+//! cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- deep
+//! ```
+//!
+//! `benches/vs-stateright/deep-crash`, whose handler panics `CMC_DEEP` steps
+//! deep (20 M by default), depth-first on one worker, then its trace
+//! replayed: `bench deep depth=… found=yes unique=… trace_len=… trace_bytes=… check_cpu_s=… peak_bytes=… bytes_per_state=… replay_cpu_s=… reproduced=yes`;
+//! exit 1 unless the trace has every step and reproduces.
 //!
 //! # `big`: the cost of a transition against the size of the state
 //!
@@ -397,6 +424,12 @@ fn main() {
     }
     if args.get(1).map(String::as_str) == Some("memory") {
         if !memory::run() {
+            std::process::exit(1);
+        }
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("spill") {
+        if !memory::spill() {
             std::process::exit(1);
         }
         return;
@@ -979,6 +1012,59 @@ mod memory {
             .unwrap_or_else(|e| panic!("examples/{path}: {e}"))
     }
 
+    /// One breadth-first check of `model` on one worker: its verdict,
+    /// unique states, peak resident memory and most bytes on disk.
+    fn check(manifest: &Path, model: &str, budget: u64, spill: bool) -> (String, u64, u64, u64, f64) {
+        let mut cmd = Command::new("cargo");
+        cmd.arg("cmc")
+            .args(["check", "--model", model, "--strategy", "bfs", "--jobs", "1"])
+            .args(["--max-memory", &budget.to_string(), "--message-format", "json"])
+            .arg("--manifest-path")
+            .arg(manifest);
+        if !spill {
+            cmd.env("CMC_SPILL", "off");
+        }
+        let start = cpu(libc::RUSAGE_CHILDREN);
+        let out = cmd.output().expect("cargo cmc runs");
+        let took = cpu(libc::RUSAGE_CHILDREN) - start;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let result = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "result")
+            .unwrap_or_else(|| panic!("no result: {}", String::from_utf8_lossy(&out.stderr)));
+        (
+            result["verdict"].as_str().unwrap_or("?").to_string(),
+            result["unique_states"].as_u64().unwrap_or(0),
+            result["peak_memory_bytes"].as_u64().unwrap_or(0),
+            result["memory"]["disk_peak_bytes"].as_u64().unwrap_or(0),
+            took.as_secs_f64(),
+        )
+    }
+
+    /// `-- spill`: a breadth-first search of the AODV flagship's
+    /// `aodv_3_nodes` (to depth 10) whose frontier needs about three times
+    /// its memory budget: first with the frontier in memory and no budget,
+    /// then with a third of that run's peak as the budget and the frontier
+    /// on disk. It must end the same way with the same count, within the
+    /// budget.
+    pub(crate) fn spill() -> bool {
+        let manifest = examples("aodv/Cargo.toml");
+        let model = std::env::var("CMC_SPILL_MODEL")
+            .unwrap_or_else(|_| "aodv::model::aodv_3_nodes".into());
+        let _ = Command::new("cargo")
+            .args(["cmc", "list", "--manifest-path"])
+            .arg(&manifest)
+            .output();
+        let (verdict0, unique0, peak0, _, cpu0) = check(&manifest, &model, 0, false);
+        let budget = peak0 / 3;
+        let (verdict1, unique1, peak1, disk1, cpu1) = check(&manifest, &model, budget, true);
+        println!(
+            "bench spill model={model} in_memory: verdict={verdict0} unique={unique0} peak_bytes={peak0} cpu_s={cpu0:.1}; budget_bytes={budget}; on_disk: verdict={verdict1} unique={unique1} peak_bytes={peak1} disk_peak_bytes={disk1} cpu_s={cpu1:.1}"
+        );
+        verdict0 == verdict1 && unique0 == unique1 && peak1 <= budget + budget / 8
+    }
+
     pub(crate) fn run() -> bool {
         let n: usize = std::env::var("CMC_VS_N")
             .ok()
@@ -1011,8 +1097,26 @@ mod memory {
                 Some(bound),
             ),
         ];
+        // `CMC_MEM_MODELS`: only the models whose names contain one of
+        // these words; `CMC_MEM_BEFORE=skip`: without the runs before the
+        // cuts (at 10 M states they hold 4 to 11 GB).
+        let only: Vec<String> = std::env::var("CMC_MEM_MODELS")
+            .map(|v| v.split(',').map(|w| w.trim().to_string()).collect())
+            .unwrap_or_default();
+        let skip_before = std::env::var("CMC_MEM_BEFORE").is_ok_and(|v| v == "skip");
         let mut ok = true;
         for (manifest, model, strategy, bound) in configs {
+            if !only.is_empty() && !only.iter().any(|w| model.contains(w.as_str())) {
+                continue;
+            }
+            if skip_before {
+                let _ = Command::new("cargo")
+                    .args(["cmc", "list", "--manifest-path"])
+                    .arg(&manifest)
+                    .output();
+                println!("{}", measure(&manifest, &model, strategy, bound, false).line);
+                continue;
+            }
             // Build the harness before measuring.
             let _ = Command::new("cargo")
                 .args(["cmc", "list", "--manifest-path"])
