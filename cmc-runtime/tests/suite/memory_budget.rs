@@ -150,7 +150,7 @@ impl Process for Hog {
     type Msg = ();
     type Shared = ();
     fn handlers() -> Vec<Handler<Self>> {
-        vec![Handler::new("grow", Self::grow).guard(|h, _| h.n < 10)]
+        vec![Handler::new("grow", Self::grow).guard(|h, _| h.n < 8)]
     }
 }
 

@@ -209,3 +209,53 @@ fn a_frontier_three_times_the_budget_completes_on_disk() {
         r.stats.memory.disk_entries
     );
 }
+
+const UNWRITABLE: &str = "CMC_SPILL_UNWRITABLE_CHILD";
+
+/// A frontier that cannot go to disk (its directory cannot be made: here
+/// it would lie under a regular file) ends the check as cmc's own failure
+/// naming the directory, never as a violation of the user's code.
+#[test]
+fn a_frontier_that_cannot_be_written_is_cmcs_failure() {
+    if std::env::var_os(UNWRITABLE).is_some() {
+        let r = noisy()
+            .frontier_in_memory(16)
+            .check_isolated()
+            .expect("the check ends");
+        println!("verdict={:?}", r.verdict);
+        println!("violations={}", r.violations.len());
+        println!("stopped={}", r.stopped.unwrap_or_default());
+        return;
+    }
+    let file = std::env::temp_dir().join(format!("cmc-spill-file-{}", std::process::id()));
+    std::fs::write(&file, b"a file, not a directory").unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            crate::exact(concat!(
+                module_path!(),
+                "::a_frontier_that_cannot_be_written_is_cmcs_failure"
+            )),
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(UNWRITABLE, "1")
+        .env("CMC_SPILL_DIR", file.join("spill"))
+        .output()
+        .unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("verdict=Interrupted"), "{stdout}");
+    assert!(stdout.contains("violations=0"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "stopped=cmc's own machinery failed, not user code: cannot make the directory "
+        ) && stdout.contains("for the frontier on disk"),
+        "{stdout}"
+    );
+}
