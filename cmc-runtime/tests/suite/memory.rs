@@ -698,8 +698,11 @@ fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_
     let s0 = mem.capture();
     let write_b = |mem: &Memory, v: u64| {
         let _in = mem.enter(b);
-        // SAFETY: a live object of arena b.
-        unsafe { *in_b = v };
+        // SAFETY: a live object of arena b. Volatile: the box never
+        // escapes as far as the compiler can see, so a plain store could
+        // be moved past the calls that compare the arenas (a build of this
+        // suite did so).
+        unsafe { std::ptr::write_volatile(in_b, v) };
     };
     write_b(&mem, 8);
     if std::env::var_os("CMC_VERIFY_TOUCHED").is_none_or(|v| v != "1") {
@@ -715,7 +718,7 @@ fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_
     assert_eq!(mem.changes(), &[false, true]);
     mem.restore(s0);
     // SAFETY: a live object of arena b.
-    let restored = unsafe { *in_b };
+    let restored = unsafe { std::ptr::read_volatile(in_b) };
     assert_eq!(
         restored, 7,
         "the restore after changes_among undid the write"
@@ -730,7 +733,7 @@ fn changes_among_compares_only_what_it_is_told_and_verification_catches_a_wrong_
     {
         let _in = mem.enter(b);
         // SAFETY: a live object of arena b.
-        unsafe { *in_b = 9 };
+        unsafe { std::ptr::write_volatile(in_b, 9) };
     }
     let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         mem.changes_among(&[a]).to_vec()
@@ -861,8 +864,9 @@ fn a_transition_that_changes_a_few_bytes_stores_them_as_deltas() {
         {
             let _in = mem.enter(a);
             for page in [1, 5, 9] {
-                // SAFETY: inside the live 64 KiB block.
-                unsafe { *p.add(page * 4096 + 17) = page as u8 };
+                // SAFETY: inside the live 64 KiB block. Volatile, so that
+                // the compiler cannot move the store past the capture.
+                unsafe { std::ptr::write_volatile(p.add(page * 4096 + 17), page as u8) };
             }
         }
         let s1 = mem.capture();
