@@ -55,6 +55,25 @@ fn stack_canary() -> u64 {
 const SYSTEM_LOW: u64 = 1 << 44;
 const SYSTEM_SPAN: u64 = (1 << 48) - (1 << 44);
 
+/// Whether `w`, read as an address, lies in a page the process has mapped.
+///
+/// A word among user-space addresses is garbage (a pointer left behind
+/// in padding) only when it points somewhere. A word whose high bytes are
+/// left over from such a pointer and whose low bytes are a field the
+/// program wrote (a `u32` and a `bool` followed by padding that kept the
+/// top of an old address) lies among user-space addresses too, but points
+/// nowhere: it is data, and it must hash as itself, or states that differ
+/// in that field would count as one. One system call, for the rare words
+/// in that range that are neither the arenas' nor the program's.
+fn mapped(w: u64) -> bool {
+    let page = (w as usize) & !(crate::sys::PAGE - 1);
+    let mut residency = 0u8;
+    // SAFETY: mincore reads no memory at `page`; it writes one byte per
+    // page of the one-byte range into `residency`, and fails with ENOMEM
+    // when the page is not mapped.
+    unsafe { libc::mincore(page as *mut libc::c_void, 1, &mut residency) == 0 }
+}
+
 /// The arenas whose pointers are hashed as (arena index, offset).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Relocation {
@@ -166,7 +185,7 @@ impl Relocation {
             w
         };
         if r == w && self.system {
-            if w.wrapping_sub(SYSTEM_LOW) < SYSTEM_SPAN {
+            if w.wrapping_sub(SYSTEM_LOW) < SYSTEM_SPAN && mapped(w) {
                 return SYSTEM_WORD;
             }
             if self.canary != 0 && w >> 32 == self.canary {

@@ -1092,3 +1092,59 @@ fn the_network_is_fingerprinted_by_meaning() {
         assert_eq!(r.stats.unique, 4, "{mode:?}");
     }
 }
+
+// ------------------------------------------- a field beside stale padding
+
+/// A small field followed by padding that kept the top bytes of an old
+/// address, as moving a value out of a stack frame leaves it: the word
+/// holding both lies among user-space addresses but points nowhere. The
+/// canonical heap hashed every such word alike (as garbage), so states
+/// differing only in `value` counted as one; a build whose code generation
+/// left that padding in the process's copy checked 1 state of 1,371.
+#[repr(C)]
+#[derive(Debug)]
+struct Padded {
+    value: u32,
+    on: bool,
+}
+
+impl Padded {
+    fn tick(&mut self, _: &mut Ctx<'_, Self>) {
+        // What a move from a stack frame leaves in padding, written the
+        // way the compiler would: the high bytes of a program address.
+        let old = (Padded::tick as fn(&mut Padded, &mut Ctx<'_, Padded>) as usize).to_le_bytes();
+        let bytes = (self as *mut Padded).cast::<u8>();
+        for (i, &b) in old.iter().enumerate().skip(5) {
+            // SAFETY: bytes 5..8 of the `repr(C)` struct are padding (a u32
+            // and a bool, 8 bytes aligned to 4), inside the object; writing
+            // them changes no field.
+            unsafe { std::ptr::write_volatile(bytes.add(i), b) };
+        }
+        self.value += 1;
+    }
+}
+
+impl Process for Padded {
+    type Msg = ();
+    type Shared = ();
+    fn handlers() -> Vec<Handler<Self>> {
+        vec![Handler::new("tick", Self::tick).guard(|p, _| p.value < 5)]
+    }
+}
+
+#[test]
+fn a_field_beside_stale_padding_counts_by_its_value() {
+    let padded = || Model::new("padded", 1, |_| Padded { value: 0, on: true }).quiescence_ok(true);
+    let reference = reference_count(0u32, |&v| if v < 5 { vec![v + 1] } else { vec![] });
+    assert_eq!(reference, 6);
+    for mode in [cmc::FingerprintMode::Heap, cmc::FingerprintMode::Bytes] {
+        let r = padded().fingerprint(mode).check().unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{mode:?}: {}", r.summary());
+        assert_eq!(
+            r.stats.unique as usize,
+            reference,
+            "{mode:?}: {}",
+            r.summary()
+        );
+    }
+}
