@@ -129,6 +129,18 @@ pub(crate) struct CheckArgs {
     /// types (process, shared variables, messages) was fingerprinted from.
     #[arg(short, long)]
     pub(crate) verbose: bool,
+    /// Measure which lines of the checked crates (the package and its
+    /// local dependencies) the search executed: writes
+    /// target/cmc/coverage/<model>.lcov and .html and prints a summary
+    /// (lines reached per file, handlers never enabled, functions never
+    /// entered). Builds the harness again with the toolchain's coverage
+    /// instrumentation, and installs its llvm-tools when missing.
+    #[arg(long)]
+    pub(crate) coverage: bool,
+    /// Also measure the coverage of this dependency (repeatable; implies
+    /// --coverage), such as a crates.io crate the models check.
+    #[arg(long = "coverage-crate", value_name = "CRATE")]
+    pub(crate) coverage_crates: Vec<String>,
     /// Write a #[test] that replays the (first) counterexample to this file.
     #[arg(long, value_name = "FILE")]
     pub(crate) emit_test: Option<PathBuf>,
@@ -380,7 +392,15 @@ pub(crate) fn replay_command(project: &Project, trace_file: &Path) -> String {
 pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
     let options = options(&args)?;
     let project = crate::project::discover(&args.project)?;
-    let built = crate::harness::build_all(&project)?;
+    let coverage =
+        (args.coverage || !args.coverage_crates.is_empty()).then(|| args.coverage_crates.clone());
+    let tools = match &coverage {
+        Some(_) => Some(crate::coverage::Tools::find(&project.workspace_root)?),
+        None => None,
+    };
+    let built = crate::harness::build_all(&project, coverage.as_deref())?;
+    let coverage_dir = project.target_dir.join("cmc").join("coverage");
+    let mut union: Option<crate::coverage::Union> = None;
     let all: Vec<&String> = built
         .iter()
         .flat_map(|(_, m)| m.iter().map(|m| &m.path))
@@ -436,8 +456,20 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
         }
         out.start(model);
         let mut result: Option<CheckResult> = None;
-        let ran = harness.run(
+        let profraw = coverage_dir.join(format!("{}.profraw", file_stem(model)));
+        let mut profile: Option<Result<PathBuf, String>> = None;
+        let env: Vec<(&str, &std::ffi::OsStr)> = match &tools {
+            Some(_) => {
+                std::fs::create_dir_all(&coverage_dir)
+                    .with_context(|| format!("cannot create {}", coverage_dir.display()))?;
+                let _ = std::fs::remove_file(&profraw);
+                vec![("CMC_COVERAGE_FILE", profraw.as_os_str())]
+            }
+            None => Vec::new(),
+        };
+        let ran = harness.run_with(
             &["check".into(), model.clone(), options_json.clone()],
+            &env,
             |line| {
                 match line["type"].as_str() {
                     Some("progress") => {
@@ -451,6 +483,12 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
                             serde_json::from_value(line["result"].clone())
                                 .context("bad result line")?,
                         );
+                    }
+                    Some("coverage") => {
+                        profile = Some(match line["profile"].as_str() {
+                            Some(p) => Ok(PathBuf::from(p)),
+                            None => Err(line["error"].as_str().unwrap_or("no profile").to_string()),
+                        });
                     }
                     _ => {}
                 }
@@ -491,9 +529,70 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
             );
             emitted = true;
         }
+        if let Some(tools) = &tools {
+            remove_stray_profiles(&coverage_dir);
+            let measured = match profile {
+                Some(Ok(file)) => tools.lcov(&file, &harness.binary, &harness.source_dir),
+                Some(Err(e)) => Err(anyhow::anyhow!(e)),
+                None => Err(anyhow::anyhow!("the harness wrote no coverage profile")),
+            };
+            match measured {
+                Ok(mut lcov) => {
+                    let pkg = project
+                        .packages
+                        .iter()
+                        .find(|p| p.name == harness.package)
+                        .context("the harness's package")?;
+                    crate::coverage::retain_checked(&mut lcov, pkg, &args.coverage_crates);
+                    let stem = file_stem(model);
+                    let never: Vec<String> = result
+                        .handlers
+                        .iter()
+                        .filter(|h| h.enabled == 0)
+                        .map(|h| h.name.clone())
+                        .collect();
+                    let summary =
+                        write_coverage(&project, &coverage_dir, model, &stem, &lcov, never)?;
+                    out.coverage(&summary, &project.workspace_root);
+                    let u = union.get_or_insert_with(Default::default);
+                    u.lcov.merge(&lcov);
+                    for h in &result.handlers {
+                        *u.handlers
+                            .entry((harness.package.clone(), h.name.clone()))
+                            .or_insert(0) += h.enabled;
+                    }
+                    u.models += 1;
+                }
+                Err(e) => {
+                    out.error(model, &format!("coverage: {e:#}"));
+                    failed = true;
+                }
+            }
+        }
         violation |= !result.violations.is_empty();
         failed |= result.verdict == cmc::Verdict::Interrupted;
         incomplete |= result.verdict == cmc::Verdict::Bounded;
+    }
+    if let Some(crate::coverage::Union {
+        lcov: all,
+        handlers,
+        models,
+    }) = union.filter(|u| u.models > 1)
+    {
+        let never = handlers
+            .into_iter()
+            .filter(|(_, n)| *n == 0)
+            .map(|((_, name), _)| name)
+            .collect();
+        let summary = write_coverage(
+            &project,
+            &coverage_dir,
+            &format!("all {models} models"),
+            "all",
+            &all,
+            never,
+        )?;
+        out.coverage(&summary, &project.workspace_root);
     }
     if let Some(signal) = crate::harness::caught() {
         // Only what was written is said to be saved.
@@ -524,6 +623,47 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
         Exit::Success
     }
     .into())
+}
+
+/// Writes `<stem>.lcov` and `<stem>.html` under `dir` for `lcov`, the
+/// coverage of `model`, and returns its summary.
+fn write_coverage(
+    project: &Project,
+    dir: &Path,
+    model: &str,
+    stem: &str,
+    lcov: &crate::coverage::Lcov,
+    never_enabled: Vec<String>,
+) -> Result<crate::coverage::Summary> {
+    let lcov_file = dir.join(format!("{stem}.lcov"));
+    let page_file = dir.join(format!("{stem}.html"));
+    let base = &project.workspace_root;
+    let summary = crate::coverage::summarize(
+        model,
+        lcov,
+        never_enabled,
+        base,
+        lcov_file.clone(),
+        page_file.clone(),
+    );
+    std::fs::write(&lcov_file, lcov.render())
+        .with_context(|| format!("cannot write {}", lcov_file.display()))?;
+    std::fs::write(&page_file, crate::coverage::page(&summary, lcov, base))
+        .with_context(|| format!("cannot write {}", page_file.display()))?;
+    Ok(summary)
+}
+
+/// Removes the profiles a coverage harness wrote as it exited (its `list`
+/// run): only the check's own count.
+fn remove_stray_profiles(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("stray-") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Whether `pattern` (of --model or --exclude) names the model at `path`:

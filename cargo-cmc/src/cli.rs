@@ -35,7 +35,7 @@ enum Command {
     /// Make a check crate (`cmc/`) in an existing crate, with a sample model.
     Init(InitArgs),
     /// Check models and report violations with replayable traces.
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// List the models, one full path per line.
     List(ListArgs),
     /// Re-execute a saved trace, step by step.
@@ -74,7 +74,7 @@ pub(crate) fn main() -> ExitCode {
     crate::harness::catch_signals();
     let result = match cmc.command {
         Command::Init(args) => crate::init::run(args),
-        Command::Check(args) => crate::check::run(args),
+        Command::Check(args) => crate::check::run(*args),
         Command::List(args) => crate::list::run(args),
         Command::Replay(args) => crate::replay::run(args),
     };

@@ -11,6 +11,7 @@
 mod args;
 mod check;
 mod cli;
+mod coverage;
 mod diagnostic;
 mod emit;
 mod exit;
@@ -24,5 +25,9 @@ mod report;
 mod traces;
 
 fn main() -> std::process::ExitCode {
+    // The rustc wrapper of a coverage build (`cargo cmc check --coverage`).
+    if let Some(code) = coverage::wrap_rustc() {
+        return code;
+    }
     cli::main()
 }

@@ -186,6 +186,17 @@ impl Output {
     }
 
     /// Reports that `model` could not be checked (the others still are).
+    /// The coverage of a check (`--coverage`): its summary.
+    pub(crate) fn coverage(&mut self, summary: &crate::coverage::Summary, base: &std::path::Path) {
+        match self.format {
+            MessageFormat::Json => println!(
+                "{}",
+                serde_json::json!({"type": "coverage", "coverage": summary})
+            ),
+            MessageFormat::Human => print!("{}", summary.text(base)),
+        }
+    }
+
     pub(crate) fn error(&mut self, model: &str, message: &str) {
         self.finish_progress();
         match self.format {

@@ -29,6 +29,7 @@
 // The layers, bottom first; a folder imports only from the folders above
 // it in this list (the test `tests/tests/suite/layers.rs` enforces it, and the
 // book's architecture chapter explains each).
+mod coverage;
 pub mod determinism;
 mod driver;
 mod engine;
@@ -57,8 +58,9 @@ pub mod registry {
 
 pub use crate::driver::trace_replay::ReplayOutcome;
 pub use crate::engine::trace::{
-    BuildInfo, CheckResult, MemoryUse, PathRun, Sent, Stats, Step, StepKind, Trace, Verdict,
-    Violation, ViolationKind, ViolationRecord, DESCRIBED_STEPS, LONG_TRACE_VERSION, TRACE_VERSION,
+    BuildInfo, CheckResult, HandlerUse, MemoryUse, PathRun, Sent, Stats, Step, StepKind, Trace,
+    Verdict, Violation, ViolationKind, ViolationRecord, DESCRIBED_STEPS, LONG_TRACE_VERSION,
+    TRACE_VERSION,
 };
 pub use crate::engine::CheckError;
 pub use crate::identity::StateHash;
@@ -114,6 +116,7 @@ impl<P: Process> Model<P> {
 /// stability promise; users never name it.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::coverage::{install as install_coverage, Hooks as CoverageHooks};
     pub use crate::driver::protocol::harness_main;
     pub use crate::driver::registry::private::{check_model, replay_model};
     pub use crate::driver::registry::{InvariantEntry, ModelEntry, RunOptions};

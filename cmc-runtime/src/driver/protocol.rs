@@ -58,8 +58,17 @@ fn run(args: &[String]) -> Result<i32, String> {
             let entry = find(model)?;
             let options = options(opts)?;
             crate::search::progress::set_sink(Some(|p| emit(json!({"type": "progress", "progress": p}))));
-            let result = entry.check(&options).map_err(|e| e.to_string())?;
-            emit(json!({"type": "result", "result": result}));
+            let result = entry.check(&options).map_err(|e| e.to_string());
+            // The counters are written whatever the check found; a profile
+            // that cannot be written is reported after the result, which
+            // is kept.
+            let profile = crate::coverage::finish();
+            emit(json!({"type": "result", "result": result?}));
+            match profile {
+                Ok(Some(file)) => emit(json!({"type": "coverage", "profile": file})),
+                Ok(None) => {}
+                Err(message) => emit(json!({"type": "coverage", "error": message})),
+            }
             Ok(0)
         }
         [cmd, model, file, opts, rest @ ..] if cmd == "replay" && rest.len() <= 1 => {

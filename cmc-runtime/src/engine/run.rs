@@ -28,6 +28,18 @@ pub(crate) fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
 }
 
 impl<'m, P: Process> Engine<'m, P> {
+    /// Each handler with the states it was found enabled in so far.
+    pub(crate) fn handler_uses(&self) -> Vec<crate::engine::trace::HandlerUse> {
+        self.handlers
+            .iter()
+            .zip(&self.enabled_counts)
+            .map(|(h, c)| crate::engine::trace::HandlerUse {
+                name: h.name.to_string(),
+                enabled: c.get(),
+            })
+            .collect()
+    }
+
     /// The enabled events of the loaded state, or the guard that panicked.
     pub(crate) fn enabled(&self) -> Result<Vec<Event>, ViolationRecord> {
         self.enabled_with_guards().map(|(events, _)| events)
@@ -84,6 +96,8 @@ impl<'m, P: Process> Engine<'m, P> {
                         }
                     };
                     if on {
+                        let count = &self.enabled_counts[h];
+                        count.set(count.get() + 1);
                         events.push(Event {
                             actor: p,
                             handler: h,
@@ -221,6 +235,10 @@ impl<'m, P: Process> Engine<'m, P> {
         describe: bool,
         pre: StateId,
     ) -> Outcome {
+        // What ran since the last transition began (this one's guard, the
+        // last one's fingerprint and invariants) is counted now: a crash
+        // in this transition loses only its own counts.
+        crate::coverage::flush();
         // What the thread RNG draws is a function of the state and the
         // event (determinism::random).
         if crate::determinism::random::enabled() {

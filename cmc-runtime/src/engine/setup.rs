@@ -39,6 +39,9 @@ pub(crate) struct Engine<'m, P: Process> {
     pub(super) roots: Vec<*mut P>,
     pub(super) env: *mut Env<P::Msg, P::Shared>,
     pub(super) handlers: Vec<Handler<P>>,
+    /// For each handler, the states it was found enabled in
+    /// (`Stats::handlers`).
+    pub(super) enabled_counts: Vec<std::cell::Cell<u64>>,
     pub(super) invariants: Vec<Invariant<P>>,
     /// Global invariants registered with `#[cmc::invariant]` for `P`.
     pub(super) registered: Vec<(&'static str, crate::model::registered::ErasedCheck)>,
@@ -394,6 +397,7 @@ impl<'m, P: Process> Engine<'m, P> {
             env_arena,
             roots,
             env,
+            enabled_counts: handlers.iter().map(|_| std::cell::Cell::new(0)).collect(),
             handlers,
             invariants,
             registered: crate::model::registered::invariants_for::<P>()

@@ -689,6 +689,15 @@ impl MemoryUse {
     }
 }
 
+/// How often a handler was enabled (see [`Stats::handlers`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerUse {
+    /// The handler's name.
+    pub name: String,
+    /// The states it was enabled in.
+    pub enabled: u64,
+}
+
 impl Stats {
     /// Unique states per second.
     pub fn states_per_second(&self) -> f64 {
@@ -729,6 +738,13 @@ pub struct CheckResult {
     /// signal, the operating system).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Each handler of the process type, in table order, with the number
+    /// of states the search found it enabled in (summed over workers; a
+    /// state expanded twice counts twice). A handler at 0 was never
+    /// enabled: its guard never held, its timer was never set, or no
+    /// process has it. Empty when the search ended in a crash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handlers: Vec<HandlerUse>,
 }
 
 impl CheckResult {

@@ -409,6 +409,7 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
     let mut reached: Vec<crate::engine::trace::Reached> = Vec::new();
     let mut stopped = None;
     let mut sources = Vec::new();
+    let mut handlers: Vec<crate::engine::trace::HandlerUse> = Vec::new();
     let rank = |v: Verdict| match v {
         Verdict::Violation => 3,
         Verdict::Interrupted => 2,
@@ -434,6 +435,13 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.walks += s.walks;
         stats.liveness_transitions += s.liveness_transitions;
         stats.fingerprint = stats.fingerprint.or(s.fingerprint);
+        if handlers.is_empty() {
+            handlers = part.handlers.clone();
+        } else {
+            for (total, h) in handlers.iter_mut().zip(&part.handlers) {
+                total.enabled += h.enabled;
+            }
+        }
         if rank(part.verdict) > rank(verdict) {
             verdict = part.verdict;
         }
@@ -491,5 +499,6 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats,
         sources,
         stopped,
+        handlers,
     }
 }

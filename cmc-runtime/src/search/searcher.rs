@@ -692,6 +692,7 @@ pub(super) fn search<P: Process>(
                 sources: Vec::new(),
                 stopped: None,
                 reached: Vec::new(),
+                handlers: Vec::new(),
             });
         }
     };
@@ -815,6 +816,7 @@ pub(super) fn search<P: Process>(
         return Err(e);
     }
     let mut stats = search.stats;
+    let handlers = search.engine.handler_uses();
     stats.complete = complete;
     if let Some(sleep) = &search.sleep {
         stats.slept = sleep.slept;
@@ -854,6 +856,7 @@ pub(super) fn search<P: Process>(
         stats,
         sources: engine.sources().to_vec(),
         stopped,
+        handlers,
     };
     if par.is_none() && !liveness_only {
         never_reached(model, &mut result);
@@ -1003,5 +1006,6 @@ pub(super) fn ended_result<P: Process>(
         stats,
         sources: Vec::new(),
         stopped,
+        handlers: Vec::new(),
     })
 }
