@@ -3,6 +3,7 @@
 //! result object, replay, `--emit-test`, the HTML report in headless
 //! Chromium, and every error the tool reports.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -2131,4 +2132,87 @@ fn frontier_files_of_a_search_that_was_killed_are_removed_by_the_next_check() {
         "a running process's frontier was removed"
     );
     std::fs::remove_dir_all(&alive).unwrap();
+}
+
+/// `--coverage` on a model whose coverage is known line by line (the
+/// fixture marks its lines `// hit` and `// miss`): the lines the lcov
+/// file says were never reached are exactly those marked `// miss`; the
+/// handler whose guard never held and the functions never entered are
+/// named, in text and JSON; the page marks as many lines.
+#[test]
+fn coverage_names_exactly_the_lines_the_check_never_reached() {
+    let dir = fixture("covered");
+    let out = run(&dir, &["check", "--coverage"]);
+    let stdout = text(&out.stdout);
+    exits_with(&out, 0);
+    let source = std::fs::read_to_string(dir.join("src").join("lib.rs")).unwrap();
+    let marked = |mark: &str| -> BTreeSet<u32> {
+        source
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_end().ends_with(mark))
+            .map(|(i, _)| i as u32 + 1)
+            .collect()
+    };
+    let lcov_file = target_dir()
+        .join("cmc")
+        .join("coverage")
+        .join("fixture_covered__gate.lcov");
+    let lcov = std::fs::read_to_string(&lcov_file).unwrap();
+    assert_eq!(
+        lcov.lines().filter(|l| l.starts_with("SF:")).count(),
+        1,
+        "only the fixture's own file: {lcov}"
+    );
+    let lines: Vec<(u32, u64)> = lcov
+        .lines()
+        .filter_map(|l| l.strip_prefix("DA:"))
+        .map(|d| {
+            let (l, n) = d.split_once(',').unwrap();
+            (l.parse().unwrap(), n.parse().unwrap())
+        })
+        .collect();
+    let never: BTreeSet<u32> = lines.iter().filter(|l| l.1 == 0).map(|l| l.0).collect();
+    assert_eq!(never, marked("// miss"), "{lcov}");
+    let reached: BTreeSet<u32> = lines.iter().filter(|l| l.1 > 0).map(|l| l.0).collect();
+    let hits = marked("// hit");
+    assert!(
+        hits.len() == 6 && hits.is_subset(&reached),
+        "{hits:?} {lcov}"
+    );
+    assert!(
+        stdout.contains("handlers never enabled: reset\n"),
+        "{stdout}"
+    );
+    for function in ["<fixture_covered::Gate>::reset", "fixture_covered::audit"] {
+        assert!(stdout.contains(function), "{stdout}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("src/lib.rs")
+                && l.ends_with("unreached: 22, 28-31, 48-50")),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(lcov_file.with_extension("html")).unwrap();
+    assert!(
+        page.contains(&format!("data-unreached-lines=\"{}\"", never.len())),
+        "the page counts the unreached lines"
+    );
+    assert_eq!(page.matches("<tr class=\"miss\">").count(), never.len());
+
+    // The same in JSON.
+    let out = run(&dir, &["check", "--coverage", "--message-format", "json"]);
+    exits_with(&out, 0);
+    let coverage: serde_json::Value = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "coverage")
+        .expect("a coverage line");
+    let c = &coverage["coverage"];
+    assert_eq!(c["handlers_never_enabled"], serde_json::json!(["reset"]));
+    assert_eq!(
+        c["lines"].as_u64().unwrap() - c["lines_reached"].as_u64().unwrap(),
+        never.len() as u64
+    );
 }

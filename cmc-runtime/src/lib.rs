@@ -29,7 +29,6 @@
 // The layers, bottom first; a folder imports only from the folders above
 // it in this list (the test `tests/tests/suite/layers.rs` enforces it, and the
 // book's architecture chapter explains each).
-mod coverage;
 pub mod determinism;
 mod driver;
 mod engine;
@@ -116,10 +115,10 @@ impl<P: Process> Model<P> {
 /// stability promise; users never name it.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::coverage::{install as install_coverage, Hooks as CoverageHooks};
     pub use crate::driver::protocol::harness_main;
     pub use crate::driver::registry::private::{check_model, replay_model};
     pub use crate::driver::registry::{InvariantEntry, ModelEntry, RunOptions};
+    pub use crate::sys::coverage::{install as install_coverage, Hooks as CoverageHooks};
     pub use inventory;
     pub use std::any::TypeId;
 

@@ -62,7 +62,7 @@ fn run(args: &[String]) -> Result<i32, String> {
             // The counters are written whatever the check found; a profile
             // that cannot be written is reported after the result, which
             // is kept.
-            let profile = crate::coverage::finish();
+            let profile = crate::sys::coverage::finish();
             emit(json!({"type": "result", "result": result?}));
             match profile {
                 Ok(Some(file)) => emit(json!({"type": "coverage", "profile": file})),

@@ -238,7 +238,7 @@ impl<'m, P: Process> Engine<'m, P> {
         // What ran since the last transition began (this one's guard, the
         // last one's fingerprint and invariants) is counted now: a crash
         // in this transition loses only its own counts.
-        crate::coverage::flush();
+        crate::sys::coverage::flush();
         // What the thread RNG draws is a function of the state and the
         // event (determinism::random).
         if crate::determinism::random::enabled() {

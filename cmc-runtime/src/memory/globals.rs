@@ -122,7 +122,7 @@ impl Globals {
             .collect();
         // Nor the coverage counters, which change with every transition
         // and never hold a pointer (`coverage`).
-        own.extend(crate::coverage::counters_range());
+        own.extend(crate::sys::coverage::counters_range());
         own.sort_unstable();
         self.ranges = subtract(&found.ranges, &own);
         self.load_bias = found.bias;

@@ -12,6 +12,7 @@
 //! to the real one (`determinism::clock`, `determinism::entropy`,
 //! `memory::threads`); `tests/tests/suite/layers.rs` checks it.
 
+pub(crate) mod coverage;
 pub(crate) mod hash;
 pub(crate) mod layout;
 pub(crate) mod process;

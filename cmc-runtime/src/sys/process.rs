@@ -43,7 +43,7 @@ pub(crate) fn fork_with_pipes(result_fd: i32, keep: Option<i32>) -> io::Result<F
         }
     }
     // The child starts counting coverage from zero (coverage::flush).
-    crate::coverage::flush();
+    crate::sys::coverage::flush();
     // SAFETY: fork has no preconditions; the caller's child side only runs
     // code on this thread and leaves with `exit_child`.
     let pid = unsafe { libc::fork() };
@@ -94,7 +94,7 @@ pub(crate) fn fork_with_pipes(result_fd: i32, keep: Option<i32>) -> io::Result<F
 /// Ends a child at once, without running the parent's destructors or
 /// atexit hooks.
 pub(crate) fn exit_child(code: i32) -> ! {
-    crate::coverage::flush();
+    crate::sys::coverage::flush();
     // SAFETY: _exit ends the process immediately, as intended.
     unsafe { libc::_exit(code) }
 }
