@@ -2204,9 +2204,9 @@ fn coverage_names_exactly_the_lines_the_check_never_reached() {
     // The same in JSON.
     let out = run(&dir, &["check", "--coverage", "--message-format", "json"]);
     exits_with(&out, 0);
-    let coverage: serde_json::Value = text(&out.stdout)
+    let coverage: Value = text(&out.stdout)
         .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|v| v["type"] == "coverage")
         .expect("a coverage line");
     let c = &coverage["coverage"];
