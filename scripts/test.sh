@@ -51,6 +51,22 @@ browser() {
   fi
 }
 
+# The toolchain's llvm-tools, for the coverage test (`cargo cmc check
+# --coverage` installs them itself when missing; here they install while
+# the tests build).
+tools_log=$(mktemp)
+tools_pid=
+if [ "$mode" != --full-only ] && command -v rustup >/dev/null; then
+  rustup component add llvm-tools >"$tools_log" 2>&1 &
+  tools_pid=$!
+fi
+tools() {
+  if [ -n "$tools_pid" ]; then
+    wait "$tools_pid" || { cat "$tools_log" >&2; echo "test.sh: installing llvm-tools failed" >&2; exit 1; }
+    tools_pid=
+  fi
+}
+
 if cargo nextest --version >/dev/null 2>&1; then
   nextest=1
 else
@@ -102,6 +118,7 @@ default_part() {
   # examples in the documentation, which nextest does not run.
   step cargo test --workspace --release --no-run
   browser
+  tools
   run_tests --workspace
   [ -z "$nextest" ] || step cargo test --workspace --release --doc
 
