@@ -409,13 +409,32 @@ pub(crate) struct FileSummary {
     pub(crate) unreached: String,
 }
 
-/// A path as the summary shows it: relative to `base` when under it.
+/// A path as the summary shows it: relative to `base` when under it, and a
+/// registry crate's file from its crate's directory (`raft-0.7.0/src/…`).
 fn shown(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    if let Ok(rel) = path.strip_prefix(base) {
+        return rel.display().to_string();
+    }
+    let parts: Vec<_> = path.components().collect();
+    if let Some(i) = parts
+        .windows(2)
+        .position(|w| w[0].as_os_str() == "registry" && w[1].as_os_str() == "src")
+    {
+        // …/registry/src/<index>/<crate>-<version>/…
+        if parts.len() > i + 3 {
+            return parts[i + 3..]
+                .iter()
+                .collect::<PathBuf>()
+                .display()
+                .to_string();
+        }
+    }
+    path.display().to_string()
 }
+
+/// At most this many functions are named in the text summary (the page
+/// and JSON name them all).
+const FUNCTIONS_SHOWN: usize = 10;
 
 /// The summary of `lcov` for `model`, whose never-enabled handlers are
 /// `never_enabled`, and whose files are written at `lcov_file` and `page`.
@@ -440,9 +459,18 @@ pub(crate) fn summarize(
             lines_reached: r,
             unreached: ranges_text(&f.unreached()),
         });
+        // A generic function has a record per instance and one for the
+        // code no instance uses: it was entered when any record that starts
+        // on its line was.
+        let entered: BTreeSet<u32> = f
+            .functions
+            .values()
+            .filter(|(_, hits)| *hits > 0)
+            .map(|&(l, _)| l)
+            .collect();
         let mut seen = BTreeSet::new();
-        for (name, &(l, hits)) in &f.functions {
-            if hits == 0 && seen.insert(l) {
+        for (name, &(l, _)) in &f.functions {
+            if !entered.contains(&l) && seen.insert(l) {
                 functions.push(format!("{name} ({}:{l})", shown(path, base)));
             }
         }
@@ -501,10 +529,24 @@ impl Summary {
             ));
         }
         if !self.functions_never_entered.is_empty() {
+            let n = self.functions_never_entered.len();
+            let named: Vec<&str> = self
+                .functions_never_entered
+                .iter()
+                .take(FUNCTIONS_SHOWN)
+                .map(String::as_str)
+                .collect();
             out.push_str(&format!(
-                "  functions never entered: {}\n",
-                self.functions_never_entered.join(", ")
+                "  functions never entered ({n}): {}",
+                named.join(", ")
             ));
+            if n > FUNCTIONS_SHOWN {
+                out.push_str(&format!(
+                    ", and {} more (the page names them)",
+                    n - FUNCTIONS_SHOWN
+                ));
+            }
+            out.push('\n');
         }
         out.push_str(&format!(
             "  lcov: {}\n  page: {}\n",
