@@ -689,7 +689,7 @@ impl MemoryUse {
     }
 }
 
-/// How often a handler was enabled (see [`Stats::handlers`]).
+/// How often a handler was enabled (see [`CheckResult::handlers`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandlerUse {
     /// The handler's name.

@@ -54,10 +54,10 @@ static SHARED: AtomicUsize = AtomicUsize::new(0);
 /// The hooks and the profile's path, for [`finish`].
 static FINISH: std::sync::OnceLock<(Hooks, CString)> = std::sync::OnceLock::new();
 
-/// Turns coverage on when the harness was asked for it ([`FILE_VAR`] set):
-/// maps the shared totals. Call once, before anything forks. Without the
-/// variable (the harness's `list`, a replay) it does nothing, and neither
-/// do [`flush`] and [`finish`].
+/// Turns coverage on when the harness was asked for it (`CMC_COVERAGE_FILE`
+/// set): maps the shared totals. Call once, before anything forks. Without
+/// the variable (the harness's `list`, a replay) it does nothing, and
+/// neither does the rest of the collection.
 pub fn install(hooks: Hooks) -> Result<(), String> {
     let Some(file) = std::env::var_os(FILE_VAR) else {
         return Ok(());
