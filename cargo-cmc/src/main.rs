@@ -6,7 +6,9 @@
 //! command line and the dispatch); the subcommands `check`, `init`, `list`
 //! and `replay`, each with its flags; and below them `args` (shared
 //! flags), `exit` (exit codes), `diagnostic` (errors and warnings),
-//! `traces`, `harness`, `project`, `output`, `emit` and `report`.
+//! `traces`, `harness`, `coverage` (`check --coverage`: the instrumented
+//! build's rustc wrapper, lcov, the summary and the page), `project`,
+//! `output`, `emit` and `report`.
 
 mod args;
 mod check;
