@@ -14,7 +14,8 @@
 //! §6.7), the RREQ ID cache, reverse routes, precursor lists, destination and
 //! intermediate replies, gratuitous RREPs (§6.6.3), RERR generation and
 //! propagation (§6.11), route expiry and deletion, the reboot wait (§6.13),
-//! RREQ retries (§6.3) and replying to the RREP-ACK request flag. Not built
+//! RREQ retries (§6.3), and RREP-ACKs (requested with [`Config::request_ack`],
+//! always answered). Not built
 //! (optional or host business): HELLO messages (§6.9), local repair (§6.12),
 //! expanding ring search and the IP TTL (§6.4: every RREQ is flooded
 //! network-wide, bounded by NET_DIAMETER hops), blacklists for unidirectional

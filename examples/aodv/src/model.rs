@@ -22,7 +22,7 @@ use cmc::{Ctx, Model, NetworkConfig, View, World};
 
 use crate::message::{Addr, Message};
 use crate::node::{Action, Config, Node, Timer};
-use crate::INFINITY;
+use crate::{seqno, INFINITY};
 
 /// The address of model process `i`: 10.0.0.(i+1).
 pub fn addr_of(i: usize) -> Addr {
@@ -45,6 +45,49 @@ impl fmt::Debug for Packet {
             Ok(m) => write!(f, "{m:?}"),
             Err(e) => write!(f, "<{e}: {:02x?}>", self.0),
         }
+    }
+}
+
+/// How the network damages a packet it delivers (`Bounds::garbling`). Each
+/// leaves bytes that no message encodes to, so the receiver must reject
+/// them.
+#[derive(Clone, Copy, Debug)]
+pub enum Damage {
+    /// Nothing but the UDP header arrives: an empty payload.
+    Empty,
+    /// Cut after the first 3 bytes (a cut header; a RREP-ACK loses one).
+    Header,
+    /// The last byte is missing.
+    Short,
+    /// One byte too many.
+    Padded,
+    /// The type byte is 0, which no AODV message has.
+    Retyped,
+}
+
+impl Damage {
+    /// Every kind of damage.
+    pub const ALL: [Damage; 5] = [
+        Damage::Empty,
+        Damage::Header,
+        Damage::Short,
+        Damage::Padded,
+        Damage::Retyped,
+    ];
+
+    /// The damaged copy of `bytes` (a non-empty encoded message).
+    pub fn apply(self, bytes: &[u8]) -> Vec<u8> {
+        let mut b = bytes.to_vec();
+        match self {
+            Damage::Empty => b.clear(),
+            Damage::Header => b.truncate(3.min(bytes.len() - 1)),
+            Damage::Short => {
+                b.pop();
+            }
+            Damage::Padded => b.push(0),
+            Damage::Retyped => b[0] = 0,
+        }
+        b
     }
 }
 
@@ -123,6 +166,10 @@ pub struct AodvNode {
     reboots: bool,
     /// Whether valid routes may expire.
     expiry: bool,
+    /// Whether packets may arrive damaged.
+    garbling: bool,
+    /// Whether the application asks again while a discovery is in progress.
+    repeats: bool,
     /// The first route update that broke the §6.2 rule (see
     /// [`AodvNode::drive`]).
     bad_update: Option<BadUpdate>,
@@ -144,9 +191,11 @@ impl AodvNode {
     fn new(i: usize, b: &Bounds) -> Self {
         let nodes = b.nodes;
         let config = Config {
-            rreq_retries: 0,
+            rreq_retries: b.retries,
             gratuitous: true,
-            dest_only: false,
+            request_ack: b.request_ack,
+            first_seq: b.first_seq,
+            ..Config::default()
         };
         AodvNode {
             node: Node::new(addr_of(i), config),
@@ -165,6 +214,8 @@ impl AodvNode {
                 .collect(),
             reboots: b.reboots,
             expiry: b.expiry,
+            garbling: b.garbling,
+            repeats: b.repeat_requests,
             bad_update: None,
         }
     }
@@ -250,7 +301,8 @@ impl AodvNode {
     }
 
     /// Destinations this node lacks a valid route to and is not already
-    /// looking for.
+    /// looking for (or, with `Bounds::repeat_requests`, is looking for: the
+    /// application asks again, and the engine must ignore it).
     fn wanted(&self) -> Vec<Addr> {
         self.wants
             .iter()
@@ -258,7 +310,7 @@ impl AodvNode {
             .filter(|&d| {
                 d != self.node.addr()
                     && self.node.routes().valid(d).is_none()
-                    && !self.node.discovering(d)
+                    && (self.repeats || !self.node.discovering(d))
             })
             .collect()
     }
@@ -354,6 +406,21 @@ impl AodvNode {
 
     fn has_mail(&self, view: &View<'_, Self>) -> bool {
         view.has_mail()
+    }
+
+    /// A pending message arrives damaged (`Bounds::garbling`): cut short,
+    /// padded or with an unknown type (every kind is explored). No damage
+    /// leaves a well-formed message.
+    #[handler(guard = Self::has_garbled_mail)]
+    fn receive_garbled(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if let Some((from, Packet(bytes))) = ctx.recv() {
+            let damaged = Damage::ALL[cmc::choose(Damage::ALL.len())].apply(&bytes);
+            self.drive(ctx, |n| n.receive(addr_of(from), &damaged));
+        }
+    }
+
+    fn has_garbled_mail(&self, view: &View<'_, Self>) -> bool {
+        self.garbling && view.has_mail()
     }
 
     /// Table 4.1: a route times out, or a discovery's wait ends (any order:
@@ -487,6 +554,41 @@ impl AodvNode {
         }
         Ok(())
     }
+
+    /// The host keeps exactly the timers the engine's state calls for: an
+    /// expiry for each valid route and a deletion for each invalid one, a
+    /// retry for each discovery in progress, one per remembered RREQ, and
+    /// the reboot wait while it lasts. (So a timer never fires for a route,
+    /// discovery or RREQ the engine has forgotten, and none is lost.)
+    #[invariant]
+    fn timers_match_state(&self) -> Result<(), String> {
+        let n = &self.node;
+        let mut expected: BTreeSet<Timer> = n
+            .routes()
+            .iter()
+            .map(|r| {
+                if r.is_valid() {
+                    Timer::RouteExpiry(r.dest)
+                } else {
+                    Timer::RouteDelete(r.dest)
+                }
+            })
+            .collect();
+        expected.extend(n.discoveries().keys().map(|&d| Timer::DiscoveryRetry(d)));
+        expected.extend(n.seen().iter().map(|&(o, id)| Timer::RreqSeen(o, id)));
+        if n.is_waiting() {
+            expected.insert(Timer::RebootWait);
+        }
+        if expected == self.timers {
+            return Ok(());
+        }
+        Err(format!(
+            "{:?} has timers {:?} but its state calls for {:?}",
+            n.addr(),
+            self.timers,
+            expected
+        ))
+    }
 }
 // ANCHOR_END: process
 
@@ -526,16 +628,17 @@ fn loop_freedom(world: &World<'_, AodvNode>) -> Result<(), String> {
 }
 // ANCHOR_END: loop_freedom
 
-/// The net sequence number (AODV.md): the number if valid, minus one if not.
-fn net_seq(r: &crate::Route) -> i64 {
-    i64::from(r.seq) - i64::from(!r.is_valid())
+/// The net sequence number (AODV.md): the number if valid, minus one if not
+/// (wrapping, like every sequence number).
+fn net_seq(r: &crate::Route) -> u32 {
+    r.seq.wrapping_sub(u32::from(!r.is_valid()))
 }
 
 /// The freshness invariant (AODV.md, from the mechanised proof): if `i` has
 /// a valid route to `d` via `n ≠ d` and `n` has a valid route to `d`, `n`'s
 /// is strictly fresher: a greater net sequence number, or an equal one with
-/// fewer hops. Sequence numbers stay small in the model, so they are
-/// compared as plain integers here.
+/// fewer hops. Sequence numbers are compared as §6.1 says, across
+/// wrap-around.
 #[cmc::invariant]
 fn freshness(world: &World<'_, AodvNode>) -> Result<(), String> {
     for p in world.processes() {
@@ -559,7 +662,8 @@ fn freshness(world: &World<'_, AodvNode>) -> Result<(), String> {
                 continue;
             };
             let fresher = nb.valid_seq
-                && (net_seq(nb) > net_seq(r) || (net_seq(nb) == net_seq(r) && nb.hops < r.hops));
+                && (seqno::newer(net_seq(nb), net_seq(r))
+                    || (net_seq(nb) == net_seq(r) && nb.hops < r.hops));
             if !fresher {
                 return Err(format!(
                     "{:?} routes to {:?} via {:?} with (seq {}, hops {}), but {:?} has (seq {}{}, hops {})",
@@ -623,6 +727,19 @@ pub struct Bounds {
     pub reboots: bool,
     /// Whether valid routes may expire (ACTIVE_ROUTE_TIMEOUT).
     pub expiry: bool,
+    /// Whether the network may deliver a packet damaged ([`Damage`]).
+    pub garbling: bool,
+    /// Whether the application may ask for a route again while its
+    /// discovery is in progress (as one that sends a packet after another
+    /// does); otherwise it asks only when no discovery is in progress.
+    pub repeat_requests: bool,
+    /// RREQ retries per discovery (`Config::rreq_retries`).
+    pub retries: u8,
+    /// Whether nodes ask for a RREP-ACK of every RREP (`Config::request_ack`).
+    pub request_ack: bool,
+    /// The sequence number nodes start with (`Config::first_seq`);
+    /// `max_seq` counts from it, across wrap-around.
+    pub first_seq: u32,
 }
 
 /// The AODV model with these bounds.
@@ -653,9 +770,11 @@ pub fn aodv(name: &str, b: Bounds) -> Model<AodvNode> {
                 .duplicating(b.duplicating),
         )
         .prune_process(move |p| {
-            p.node.seq() > b.max_seq
+            // Sequence numbers count from `first_seq`, across wrap-around.
+            let run = |s: u32| s.wrapping_sub(b.first_seq);
+            run(p.node.seq()) > b.max_seq
                 || p.node.rreq_id() > b.max_rreq_id
-                || p.node.routes().iter().any(|r| r.seq > b.max_seq + 1)
+                || p.node.routes().iter().any(|r| run(r.seq) > b.max_seq + 1)
         })
         .quiescence_ok(true)
         .debug_with(show)
@@ -699,6 +818,11 @@ pub const SMALL: Bounds = Bounds {
     breaks: None,
     reboots: true,
     expiry: true,
+    garbling: false,
+    repeat_requests: false,
+    retries: 0,
+    request_ack: false,
+    first_seq: 0,
 };
 
 /// Four nodes in a ring (0–1–2–3–0) with every event and two packets in
@@ -761,3 +885,39 @@ pub fn aodv_4_ring() -> Model<AodvNode> {
 pub fn aodv_4_line() -> Model<AodvNode> {
     aodv("aodv_4_line", RERR_RACE).max_depth(15)
 }
+
+/// Three fully connected nodes with the options the other models leave
+/// off: RREQ retries (the RFC's RREQ_RETRIES = 2), a RREP-ACK asked for on
+/// every RREP, an application that asks again while it waits, and a
+/// network that damages packets; RREQ IDs up to 3 (a discovery and its two
+/// retries), to depth 8.
+#[cmc::model]
+pub fn aodv_3_options() -> Model<AodvNode> {
+    aodv("aodv_3_options", OPTIONS).max_depth(8)
+}
+
+/// The environment of [`aodv_3_options`].
+pub const OPTIONS: Bounds = Bounds {
+    max_rreq_id: 3,
+    garbling: true,
+    repeat_requests: true,
+    retries: crate::consts::RREQ_RETRIES,
+    request_ack: true,
+    ..SMALL
+};
+
+/// Three fully connected nodes whose sequence numbers start two below the
+/// wrap-around: a node's own number goes 2^32 - 2, 2^32 - 1, 1 (0 is
+/// skipped, §6.1 and `seqno::increment`), a stored one may wrap to 0. Every
+/// event, one packet in flight, to depth 9.
+#[cmc::model]
+pub fn aodv_3_wrap() -> Model<AodvNode> {
+    aodv("aodv_3_wrap", WRAP).max_depth(9)
+}
+
+/// The environment of [`aodv_3_wrap`]: `max_seq` 3 counts the skipped 0.
+pub const WRAP: Bounds = Bounds {
+    max_seq: 3,
+    first_seq: u32::MAX - 1,
+    ..SMALL
+};

@@ -104,6 +104,15 @@ pub struct Config {
     pub gratuitous: bool,
     /// Set the D flag on originated RREQs.
     pub dest_only: bool,
+    /// Set the A flag on every RREP this node sends or forwards, asking the
+    /// next hop for a RREP-ACK (§5.2, §6.7): what a node does when it
+    /// suspects its links to be unidirectional. The acknowledgement itself
+    /// is not used (blacklists, §6.8, are not built).
+    pub request_ack: bool,
+    /// The sequence number the node starts with, after a reboot too. RFC
+    /// 3561 fixes no starting value; a node that keeps its number across
+    /// restarts, or has run long, starts near the wrap-around of §6.1.
+    pub first_seq: u32,
 }
 
 impl Default for Config {
@@ -112,6 +121,8 @@ impl Default for Config {
             rreq_retries: RREQ_RETRIES,
             gratuitous: false,
             dest_only: false,
+            request_ack: false,
+            first_seq: 0,
         }
     }
 }
@@ -143,12 +154,13 @@ fn add_hop(h: u8) -> Option<u8> {
 }
 
 impl Node {
-    /// A node that has just started (sequence number 0, empty table).
+    /// A node that has just started (sequence number
+    /// [`Config::first_seq`], empty table).
     pub fn new(addr: Addr, config: Config) -> Node {
         Node {
             addr,
             config,
-            seq: 0,
+            seq: config.first_seq,
             rreq_id: 0,
             waiting: false,
             routes: RouteTable::default(),
@@ -420,8 +432,10 @@ impl Node {
         let Some(rev) = self.routes.valid(q.orig).cloned() else {
             return;
         };
+        // Seeded bug: §6.13 read literally, learn but send nothing. (The
+        // port ignores the packet altogether in `handle`.)
+        #[cfg(feature = "bug-reboot-null-route")]
         if self.waiting {
-            // §6.13: learn, but send nothing.
             return;
         }
         if q.dest == self.addr {
@@ -431,7 +445,7 @@ impl Node {
             }
             let p = Rrep {
                 repair: false,
-                ack_required: false,
+                ack_required: self.config.request_ack,
                 prefix_size: 0,
                 hop_count: 0,
                 dest: self.addr,
@@ -453,7 +467,7 @@ impl Node {
         }) {
             let p = Rrep {
                 repair: false,
-                ack_required: false,
+                ack_required: self.config.request_ack,
                 prefix_size: 0,
                 hop_count: fwd.hops,
                 dest: q.dest,
@@ -472,7 +486,7 @@ impl Node {
                 // §6.6.3: tell the destination the route to the originator.
                 let g = Rrep {
                     repair: false,
-                    ack_required: false,
+                    ack_required: self.config.request_ack,
                     prefix_size: 0,
                     hop_count: rev.hops,
                     dest: q.orig,
@@ -532,6 +546,7 @@ impl Node {
                 f.precursors.insert(rev_next_hop);
             }
         }
+        #[cfg(feature = "bug-reboot-null-route")]
         if self.waiting {
             return;
         }
@@ -554,6 +569,7 @@ impl Node {
         };
         let fp = Rrep {
             hop_count: hops,
+            ack_required: self.config.request_ack,
             ..p
         };
         out.push(Action::Unicast(rev_next_hop, Message::Rrep(fp)));
@@ -566,11 +582,13 @@ impl Node {
     }
 
     /// Invalidates the route to `dest` with sequence number `seq`; returns
-    /// its precursors (now cleared).
+    /// its precursors (now cleared). Every caller has just found the route
+    /// in the table.
     fn invalidate(&mut self, dest: Addr, seq: u32, out: &mut Vec<Action>) -> Vec<Addr> {
-        let Some(r) = self.routes.get_mut(dest) else {
-            return Vec::new();
-        };
+        let r = self
+            .routes
+            .get_mut(dest)
+            .expect("the route to invalidate is in the table");
         r.seq = seq;
         r.state = RouteState::Invalid;
         r.hops = INFINITY;

@@ -36,7 +36,7 @@ impl Line {
         let config = Config {
             rreq_retries: 0,
             gratuitous: true,
-            dest_only: false,
+            ..Config::default()
         };
         Line {
             nodes: (0..NODES).map(|i| Node::new(addr(i), config)).collect(),

@@ -33,7 +33,7 @@ impl Mesh {
         let config = Config {
             rreq_retries: 0,
             gratuitous: true,
-            dest_only: false,
+            ..Config::default()
         };
         Mesh {
             nodes: (0..3).map(|i| Node::new(addr(i), config)).collect(),

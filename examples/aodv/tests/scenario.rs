@@ -201,3 +201,85 @@ fn destination_reply_uses_the_newer_sequence_number() {
         .iter()
         .any(|a| matches!(a, Action::Unicast(..))));
 }
+
+#[test]
+fn replies_ask_for_an_acknowledgement_when_configured() {
+    let config = Config {
+        request_ack: true,
+        ..Config::default()
+    };
+    let mut net = Net::new();
+    net.nodes = [A, B, D].map(|a| Node::new(a, config)).to_vec();
+    let out = net.node(A).originate(D);
+    net.apply(A, out);
+    let log = net.run();
+    // Every RREP (D's reply, B's forward) carries the A flag, and each
+    // receiver answers it with a RREP-ACK to the neighbour it came from.
+    let rreps: Vec<_> = log
+        .iter()
+        .filter_map(|(from, to, m)| match m {
+            Message::Rrep(p) => Some((*from, *to, p.ack_required)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rreps, [(D, B, true), (B, A, true)]);
+    let acks: Vec<_> = log
+        .iter()
+        .filter(|(_, _, m)| *m == Message::RrepAck)
+        .map(|(from, to, _)| (*from, *to))
+        .collect();
+    assert_eq!(acks, [(B, D), (A, B)]);
+    assert!(net.node(A).routes().valid(D).is_some());
+    // Without the option nobody asks.
+    let mut plain = Net::new();
+    let out = plain.node(A).originate(D);
+    plain.apply(A, out);
+    assert!(plain.run().iter().all(|(_, _, m)| match m {
+        Message::Rrep(p) => !p.ack_required,
+        m => *m != Message::RrepAck,
+    }));
+}
+
+#[test]
+fn damaged_packets_are_dropped_without_effect() {
+    use aodv::model::Damage;
+    let mut a = Node::new(A, Config::default());
+    let sent = rreq(&a.originate(D));
+    let packets = [
+        Message::Rreq(sent).encode(),
+        Message::RrepAck.encode(),
+        Message::Rerr(aodv::Rerr {
+            no_delete: false,
+            unreachable: vec![(D, 4), (A, 2)],
+        })
+        .encode(),
+    ];
+    for bytes in packets {
+        for damage in Damage::ALL {
+            let damaged = damage.apply(&bytes);
+            assert!(
+                Message::decode(&damaged).is_err(),
+                "{damage:?} of {bytes:02x?} still decodes"
+            );
+            let mut b = Node::new(B, Config::default());
+            assert!(b.receive(A, &damaged).is_empty(), "{damage:?}");
+            assert!(b.routes().iter().next().is_none(), "{damage:?}");
+        }
+    }
+}
+
+#[test]
+fn a_node_started_near_the_wrap_around_skips_zero() {
+    let config = Config {
+        first_seq: u32::MAX,
+        ..Config::default()
+    };
+    let mut a = Node::new(A, config);
+    assert_eq!(a.seq(), u32::MAX);
+    let q = rreq(&a.originate(D));
+    // §6.1 wraps the number; 0 would mean "unknown", so the node goes to 1.
+    assert_eq!((a.seq(), q.orig_seq), (1, 1));
+    // A reboot starts it again where it was configured to start.
+    a.reboot();
+    assert_eq!(a.seq(), u32::MAX);
+}
