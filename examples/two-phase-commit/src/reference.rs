@@ -211,9 +211,143 @@ impl Spec {
     }
 }
 
+impl State {
+    /// The state with RM `i` renamed `perm[i]` everywhere: its `rmState`
+    /// entry moves, and `tmPrepared` and the Prepared messages name it by
+    /// its new name.
+    pub fn renamed(&self, perm: &[usize]) -> State {
+        let mut rm_state = self.rm_state.clone();
+        for (i, &s) in self.rm_state.iter().enumerate() {
+            rm_state[perm[i]] = s;
+        }
+        State {
+            rm_state,
+            tm_state: self.tm_state,
+            tm_prepared: self.tm_prepared.iter().map(|&i| perm[i]).collect(),
+            msgs: self
+                .msgs
+                .iter()
+                .map(|m| match *m {
+                    Message::Prepared(i) => Message::Prepared(perm[i]),
+                    m => m,
+                })
+                .collect(),
+        }
+    }
+
+    /// The orbit's canonical key under every renaming of the RMs: the
+    /// smallest `Debug` image over all permutations (TLC's `SYMMETRY
+    /// Permutations(RM)`, computed the slow, obvious way).
+    pub fn orbit_key(&self) -> String {
+        permutations(self.rm_state.len())
+            .iter()
+            .map(|p| format!("{:?}", self.renamed(p)))
+            .min()
+            .expect("there is at least the identity permutation")
+    }
+}
+
+/// Every permutation of `0..n`, in lexicographic order.
+pub fn permutations(n: usize) -> Vec<Vec<usize>> {
+    fn extend(prefix: &mut Vec<usize>, n: usize, out: &mut Vec<Vec<usize>>) {
+        if prefix.len() == n {
+            out.push(prefix.clone());
+            return;
+        }
+        for i in 0..n {
+            if !prefix.contains(&i) {
+                prefix.push(i);
+                extend(prefix, n, out);
+                prefix.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    extend(&mut Vec::with_capacity(n), n, &mut out);
+    out
+}
+
+impl Spec {
+    /// The number of orbits of the reachable states under renaming of the
+    /// RMs: breadth-first search that keeps one state per orbit (keyed by
+    /// [`State::orbit_key`]), as a symmetry-reducing checker does.
+    pub fn orbits(&self) -> usize {
+        let init = self.init();
+        let mut seen = HashSet::from([init.orbit_key()]);
+        let mut queue = VecDeque::from([init]);
+        while let Some(s) = queue.pop_front() {
+            for t in self.next(&s) {
+                if seen.insert(t.orbit_key()) {
+                    queue.push_back(t);
+                }
+            }
+        }
+        seen.len()
+    }
+
+    /// The same number the other way: every reachable state, grouped by
+    /// its orbit key.
+    pub fn orbits_of_all_states(&self) -> usize {
+        let init = self.init();
+        let mut seen = HashSet::from([init.clone()]);
+        let mut queue = VecDeque::from([init]);
+        while let Some(s) = queue.pop_front() {
+            for t in self.next(&s) {
+                if seen.insert(t.clone()) {
+                    queue.push_back(t);
+                }
+            }
+        }
+        seen.iter()
+            .map(State::orbit_key)
+            .collect::<HashSet<_>>()
+            .len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn permutations_are_all_there_once() {
+        let p = permutations(4);
+        assert_eq!(p.len(), 24);
+        assert_eq!(p.iter().collect::<HashSet<_>>().len(), 24);
+        assert_eq!(p[0], [0, 1, 2, 3]);
+        assert_eq!(p[23], [3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn orbits_counted_two_ways_agree() {
+        for rms in 1..=5 {
+            let spec = Spec::new(rms, CommitGuard::AllPrepared);
+            assert_eq!(spec.orbits(), spec.orbits_of_all_states(), "{rms} RMs");
+        }
+        // One RM: nothing to rename.
+        assert_eq!(
+            Spec::new(1, CommitGuard::AllPrepared).orbits(),
+            Spec::new(1, CommitGuard::AllPrepared).explore().distinct
+        );
+    }
+
+    #[test]
+    fn renaming_twice_by_inverse_permutations_is_the_identity() {
+        let spec = Spec::new(3, CommitGuard::AllPrepared);
+        let mut s = spec.init();
+        s.rm_state = vec![RmState::Prepared, RmState::Aborted, RmState::Working];
+        s.tm_prepared.insert(0);
+        s.msgs.insert(Message::Prepared(0));
+        let p = [2, 0, 1];
+        let inverse = [1, 2, 0];
+        let r = s.renamed(&p);
+        assert_eq!(
+            r.rm_state,
+            [RmState::Aborted, RmState::Working, RmState::Prepared]
+        );
+        assert_eq!(r.tm_prepared, BTreeSet::from([2]));
+        assert_eq!(r.renamed(&inverse), s);
+    }
 
     #[test]
     fn three_rms_give_tlcs_counts() {
