@@ -65,7 +65,7 @@ impl FingerprintMode {
 /// same in every run. It is not keyed against adversaries: a fingerprint
 /// needs no defence against chosen inputs, only a low chance of collision.
 #[derive(Debug, Clone, Default)]
-pub struct StateHasher(crate::sys::hash::FoldStream);
+pub struct StateHasher(pub(crate) crate::sys::hash::FoldStream);
 
 impl StateHasher {
     /// The 128-bit result.

@@ -32,6 +32,7 @@ pub(crate) mod chunks;
 mod debug;
 pub(crate) mod hasher;
 pub mod probe;
+pub mod rename;
 mod std_impls;
 pub mod typed;
 pub mod visited;

@@ -469,7 +469,15 @@ tuple!(A B C D E F G H I J K);
 tuple!(A B C D E F G H I J K L);
 
 impl<K: StateHash, V: StateHash> StateHash for BTreeMap<K, V> {
+    /// In key order; as a set of entries while process identifiers are
+    /// renamed (the renamed keys would sort otherwise).
     fn state_hash(&self, h: &mut StateHasher) {
+        if crate::identity::rename::active() {
+            return unordered(self.len(), self.iter(), h, |(k, v), e| {
+                k.state_hash(e);
+                v.state_hash(e);
+            });
+        }
         h.write_usize(self.len());
         for (k, v) in self {
             k.state_hash(h);
@@ -479,7 +487,11 @@ impl<K: StateHash, V: StateHash> StateHash for BTreeMap<K, V> {
 }
 
 impl<T: StateHash> StateHash for BTreeSet<T> {
+    /// In order; as a set while process identifiers are renamed.
     fn state_hash(&self, h: &mut StateHasher) {
+        if crate::identity::rename::active() {
+            return unordered(self.len(), self.iter(), h, |x, e| x.state_hash(e));
+        }
         h.write_usize(self.len());
         for x in self {
             x.state_hash(h);
