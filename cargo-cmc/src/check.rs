@@ -81,6 +81,11 @@ pub(crate) struct CheckArgs {
     /// shown may change from run to run (--jobs 1: always the same).
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub(crate) jobs: Option<u64>,
+    /// With --strategy walk: start every walk from the initial state,
+    /// instead of mostly from the corpus of states where walks found
+    /// something new (guided walks, the default).
+    #[arg(long)]
+    pub(crate) plain_walks: bool,
     /// Collect distinct violations instead of stopping at the first.
     #[arg(long)]
     pub(crate) keep_going: bool,
@@ -230,6 +235,9 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
         StrategyArg::Best => Strategy::BestFirst,
         StrategyArg::Walk => Strategy::Walk,
     });
+    if args.plain_walks && args.strategy != Some(StrategyArg::Walk) {
+        anyhow::bail!("--plain-walks is a kind of random walk: it needs --strategy walk");
+    }
     if args.walks.is_some() && args.strategy != Some(StrategyArg::Walk) {
         anyhow::bail!("--walks bounds random walks: it needs --strategy walk");
     }
@@ -281,6 +289,7 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.jobs = Some(args.jobs.map_or(0, |j| j as usize));
     o.keep_going = args.keep_going.then_some(true);
     o.por = args.por.then_some(true);
+    o.guided_walks = args.plain_walks.then_some(false);
     o.transition_cache = args.no_transition_cache.then_some(false);
     o.fingerprint = args.fingerprint.map(FingerprintArg::mode);
     o.width = args.fingerprint_bits.map(|b| match b {

@@ -44,6 +44,9 @@ pub struct RunOptions {
     /// The transition cache (`Model::transition_cache`).
     #[serde(default)]
     pub transition_cache: Option<bool>,
+    /// Guided random walks (`Model::guided_walks`).
+    #[serde(default)]
+    pub guided_walks: Option<bool>,
     /// The fingerprint width.
     pub width: Option<FingerprintWidth>,
     /// The fingerprint mode.
@@ -104,6 +107,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(p) = options.por {
             self.por = p;
+        }
+        if let Some(g) = options.guided_walks {
+            self.guided_walks = g;
         }
         if let Some(c) = options.transition_cache {
             self.transition_cache = c;

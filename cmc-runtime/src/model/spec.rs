@@ -203,6 +203,9 @@ pub struct Model<P: Process> {
     pub(crate) por: bool,
     /// The transition cache (see [`Model::transition_cache`]).
     pub(crate) transition_cache: bool,
+    /// Random walks start from a corpus of interesting states (see
+    /// [`Model::guided_walks`]).
+    pub(crate) guided_walks: bool,
     /// The most breadth-first frontier entries kept in memory (`None`:
     /// the default, `Some(usize::MAX)`: all).
     pub(crate) frontier_in_memory: Option<usize>,
@@ -257,6 +260,7 @@ impl<P: Process> Model<P> {
             without: Vec::new(),
             por: false,
             transition_cache: true,
+            guided_walks: true,
             frontier_in_memory: None,
         }
     }
@@ -516,6 +520,19 @@ impl<P: Process> Model<P> {
     /// counter, whose results cmc cannot judge anyway).
     pub fn transition_cache(mut self, yes: bool) -> Self {
         self.transition_cache = yes;
+        self
+    }
+
+    /// Whether random walks ([`Strategy::Walk`]) are guided (default: yes):
+    /// a small corpus keeps the states where a walk found something new —
+    /// a handler ran after another and left a set of enabled handlers no
+    /// walk had seen, or, under `cargo cmc check --coverage`, code ran for
+    /// the first time — and most walks start from one of them instead of
+    /// the initial state, as coverage-guided fuzzers start from their
+    /// corpus. A violation's trace still starts at the initial state.
+    /// `false`: every walk starts from the initial state.
+    pub fn guided_walks(mut self, yes: bool) -> Self {
+        self.guided_walks = yes;
         self
     }
 

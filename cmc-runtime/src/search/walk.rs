@@ -7,8 +7,19 @@
 //! counted by a sketch. A violation's path is shortened before it is
 //! reported: where the walk came back to a state it had been in, the loop
 //! is cut.
+//!
+//! Guided walks (the default, [`Model::guided_walks`](crate::Model::guided_walks))
+//! keep a small corpus of states where a walk found something new, as
+//! coverage-guided fuzzers (AFL, libFuzzer) keep inputs: a *feature* of a
+//! step is the handler that led to the state with the set of handlers
+//! enabled in it (and, under `--coverage`, code that ran for the first
+//! time in the check). A state with a feature no walk had seen joins the
+//! corpus, and three walks in four start from a corpus state, its path
+//! recorded again into the search tree so that a violation's trace starts
+//! at the initial state. A deep bug needs a walk to make every one of its
+//! steps right; from a corpus state, only the steps past it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -23,19 +34,42 @@ use super::searcher::Search;
 use super::sketch::Sketch;
 
 /// Where a walk is: the initial state's node (`root`), the state it is in,
-/// that state's node and depth.
+/// that state's node and depth, and the handler that led there.
 #[derive(Clone, Copy)]
 struct Place {
     root: u32,
     state: StateId,
     node: u32,
     depth: usize,
+    came_by: u64,
+}
+
+/// A state of the corpus: kept (retained), with the steps and the
+/// fingerprints of the path that reached it.
+struct Entry {
+    state: StateId,
+    steps: Vec<RawStep>,
+    path: Vec<Fingerprint>,
+}
+
+/// The most states the corpus keeps: past it, a new one replaces a random
+/// one.
+const CORPUS: usize = 4096;
+
+/// The corpus of a guided walk and the features seen.
+#[derive(Default)]
+struct Corpus {
+    entries: Vec<Entry>,
+    features: HashSet<u64>,
+    /// Whether walks are guided at all.
+    on: bool,
 }
 
 /// What one step of a walk led to.
 enum Next {
-    /// A successor (owned by the caller) and its node.
-    State(StateId, u32),
+    /// A successor (owned by the caller), its node, and the handler that
+    /// led to it (a feature of the next step).
+    State(StateId, u32, u64),
     /// The walk ends here (no successor, a pruned state, a full tree).
     End,
     /// A violation was reported.
@@ -58,6 +92,10 @@ impl<P: Process> Search<'_, '_, P> {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut sketch = Sketch::new();
         sketch.insert(initial);
+        let mut corpus = Corpus {
+            on: model.guided_walks,
+            ..Corpus::default()
+        };
         let start = self.engine.initial();
         'walks: while !self.stop_requested() {
             // The walk bound counts every worker's walks.
@@ -72,10 +110,16 @@ impl<P: Process> Search<'_, '_, P> {
             }
             self.stats.walks += 1;
             self.engine.truncate_tree(root as usize + 1);
-            self.engine.retain(start);
-            let (mut state, mut node) = (start, root);
-            let mut path = vec![initial];
-            for depth in 0..depth_bound {
+            let (mut state, mut node, mut path, first) =
+                match self.from_corpus(&mut rng, &corpus, root) {
+                    Some(from) => from,
+                    None => {
+                        self.engine.retain(start);
+                        (start, root, vec![initial], 0)
+                    }
+                };
+            let mut came_by = u64::MAX;
+            for depth in first..depth_bound {
                 if self.stop_requested() {
                     self.engine.release(state);
                     break 'walks;
@@ -85,16 +129,17 @@ impl<P: Process> Search<'_, '_, P> {
                     state,
                     node,
                     depth,
+                    came_by,
                 };
-                let next = self.walk_step(&mut rng, at, &mut path, &mut sketch);
+                let next = self.walk_step(&mut rng, at, &mut path, &mut sketch, &mut corpus);
                 if self.last_progress.elapsed() >= crate::search::progress::interval() {
                     self.stats.unique = sketch.estimate();
                 }
                 self.maybe_report_progress();
                 match next {
-                    Next::State(succ, n) => {
+                    Next::State(succ, n, by) => {
                         self.engine.release(state);
-                        (state, node) = (succ, n);
+                        (state, node, came_by) = (succ, n, by);
                     }
                     Next::End | Next::Violation => break,
                 }
@@ -105,6 +150,33 @@ impl<P: Process> Search<'_, '_, P> {
         if let Some(par) = self.par {
             par.coord.add_sketch(&sketch);
         }
+        let _ = std::fs::write("/tmp/corpus.txt", format!("corpus {} features {} tags {:?}", corpus.entries.len(), corpus.features.len(), self.engine.process_tag(start, 0)));
+        for entry in corpus.entries {
+            self.engine.release(entry.state);
+        }
+    }
+
+    /// Where the next walk starts when it starts from the corpus (three
+    /// walks in four, once the corpus has a state): a corpus state,
+    /// retained for the walk, its path recorded into the search tree
+    /// again; its node, fingerprints and depth.
+    fn from_corpus(
+        &mut self,
+        rng: &mut SmallRng,
+        corpus: &Corpus,
+        root: u32,
+    ) -> Option<(StateId, u32, Vec<Fingerprint>, usize)> {
+        if !corpus.on || corpus.entries.is_empty() || rng.gen_range(0..4) == 0 {
+            return None;
+        }
+        let entry = &corpus.entries[rng.gen_range(0..corpus.entries.len())];
+        let e = &mut *self.engine;
+        let mut node = root;
+        for step in &entry.steps {
+            node = e.record_node(node, step.event, &step.choices, step.seed)?;
+        }
+        e.retain(entry.state);
+        Some((entry.state, node, entry.path.clone(), entry.steps.len()))
     }
 
     /// One step of a walk from `at`, whose path's fingerprints so far are
@@ -115,12 +187,14 @@ impl<P: Process> Search<'_, '_, P> {
         at: Place,
         path: &mut Vec<Fingerprint>,
         sketch: &mut Sketch,
+        corpus: &mut Corpus,
     ) -> Next {
         let Place {
             root,
             state,
             node,
             depth,
+            came_by,
         } = at;
         let e = &mut *self.engine;
         e.load(state);
@@ -137,6 +211,50 @@ impl<P: Process> Search<'_, '_, P> {
             let steps = shorten(e.path(node), path);
             self.report_walk(root, steps, record);
             return Next::Violation;
+        }
+        if corpus.on && depth > 0 {
+            // The step's feature: the handler that led here and the
+            // handlers enabled here; and code run for the first time.
+            let mut feature = crate::sys::hash::fmix64(came_by ^ 0x9e37_79b9_7f4a_7c15);
+            let mut handlers: Vec<u64> = events
+                .iter()
+                .map(|ev| if ev.actor == ENV { u64::MAX - ev.handler as u64 } else { ev.handler as u64 })
+                .collect();
+            handlers.sort_unstable();
+            handlers.dedup();
+            for h in handlers {
+                feature = crate::sys::hash::fmix64(feature ^ h.wrapping_add(0x632b_e59b_d9b4_e019));
+            }
+            let mut new = corpus.features.insert(feature);
+            // A process in a local state no walk had seen.
+            let locals: Vec<u64> = (0..e.arenas().len())
+                .map(|p| {
+                    e.process_tag(state, p).map_or(0, |tag| {
+                        crate::sys::hash::fmix64(tag as u64 ^ (tag >> 64) as u64 ^ p as u64)
+                    })
+                })
+                .collect();
+            for (p, &a) in locals.iter().enumerate() {
+                for &b in &locals[p + 1..] {
+                    new |= corpus.features.insert(crate::sys::hash::fmix64(a ^ b.rotate_left(17)));
+                }
+            }
+            let fresh = crate::sys::coverage::take_fresh() > 0;
+            if new || fresh {
+                let entry = Entry {
+                    state,
+                    steps: e.path(node),
+                    path: path.clone(),
+                };
+                e.retain(state);
+                if corpus.entries.len() < CORPUS {
+                    corpus.entries.push(entry);
+                } else {
+                    let i = rng.gen_range(0..CORPUS);
+                    let old = std::mem::replace(&mut corpus.entries[i], entry);
+                    e.release(old.state);
+                }
+            }
         }
         if events.is_empty() {
             if e.model().quiescence_ok {
@@ -278,7 +396,12 @@ impl<P: Process> Search<'_, '_, P> {
             self.report_walk(root, steps, record);
             return Next::Violation;
         }
-        Next::State(succ, next)
+        let by = if event.actor == ENV {
+            u64::MAX - event.handler as u64
+        } else {
+            event.handler as u64
+        };
+        Next::State(succ, next, by)
     }
 }
 
