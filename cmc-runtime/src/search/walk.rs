@@ -50,17 +50,19 @@ struct Entry {
     state: StateId,
     steps: Vec<RawStep>,
     path: Vec<Fingerprint>,
+    chosen: u32,
 }
 
 /// The most states the corpus keeps: past it, a new one replaces a random
 /// one.
-const CORPUS: usize = 4096;
+const CORPUS: usize = 200_000;
 
 /// The corpus of a guided walk and the features seen.
 #[derive(Default)]
 struct Corpus {
     entries: Vec<Entry>,
     features: HashSet<u64>,
+    cells: HashMap<u64, usize>,
     /// Whether walks are guided at all.
     on: bool,
 }
@@ -111,7 +113,7 @@ impl<P: Process> Search<'_, '_, P> {
             self.stats.walks += 1;
             self.engine.truncate_tree(root as usize + 1);
             let (mut state, mut node, mut path, first) =
-                match self.from_corpus(&mut rng, &corpus, root) {
+                match self.from_corpus(&mut rng, &mut corpus, root) {
                     Some(from) => from,
                     None => {
                         self.engine.retain(start);
@@ -163,13 +165,20 @@ impl<P: Process> Search<'_, '_, P> {
     fn from_corpus(
         &mut self,
         rng: &mut SmallRng,
-        corpus: &Corpus,
+        corpus: &mut Corpus,
         root: u32,
     ) -> Option<(StateId, u32, Vec<Fingerprint>, usize)> {
-        if !corpus.on || corpus.entries.is_empty() || rng.gen_range(0..4) == 0 {
+        if !corpus.on || corpus.entries.is_empty() || rng.gen_range(0..8) == 0 {
             return None;
         }
-        let entry = &corpus.entries[rng.gen_range(0..corpus.entries.len())];
+        // The least chosen of 8 drawn at random.
+        let n = corpus.entries.len();
+        let k = (0..8)
+            .map(|_| rng.gen_range(0..n))
+            .min_by_key(|&k| corpus.entries[k].chosen)
+            .expect("8 draws");
+        corpus.entries[k].chosen += 1;
+        let entry = &corpus.entries[k];
         let e = &mut *self.engine;
         let mut node = root;
         for step in &entry.steps {
@@ -225,35 +234,28 @@ impl<P: Process> Search<'_, '_, P> {
             for h in handlers {
                 feature = crate::sys::hash::fmix64(feature ^ h.wrapping_add(0x632b_e59b_d9b4_e019));
             }
-            let mut new = corpus.features.insert(feature);
-            // A process in a local state no walk had seen.
-            let locals: Vec<u64> = (0..e.arenas().len())
-                .map(|p| {
-                    e.process_tag(state, p).map_or(0, |tag| {
-                        crate::sys::hash::fmix64(tag as u64 ^ (tag >> 64) as u64 ^ p as u64)
-                    })
-                })
-                .collect();
-            for (p, &a) in locals.iter().enumerate() {
-                for &b in &locals[p + 1..] {
-                    new |= corpus.features.insert(crate::sys::hash::fmix64(a ^ b.rotate_left(17)));
-                }
+            let _ = feature;
+            // Go-Explore: the cell is the tuple of the processes' local
+            // states; the archive keeps one state per cell, the one with
+            // the shortest path.
+            let mut cell = 0x51_7cc1_b727_220a_u64;
+            for p in 0..e.arenas().len() {
+                let tag = e.process_tag(state, p).unwrap_or(0);
+                cell = crate::sys::hash::fmix64(cell ^ tag as u64 ^ ((tag >> 64) as u64).rotate_left(7));
             }
-            let fresh = crate::sys::coverage::take_fresh() > 0;
-            if new || fresh {
-                let entry = Entry {
-                    state,
-                    steps: e.path(node),
-                    path: path.clone(),
-                };
-                e.retain(state);
-                if corpus.entries.len() < CORPUS {
-                    corpus.entries.push(entry);
-                } else {
-                    let i = rng.gen_range(0..CORPUS);
-                    let old = std::mem::replace(&mut corpus.entries[i], entry);
+            let _ = crate::sys::coverage::take_fresh();
+            match corpus.cells.get(&cell).copied() {
+                None if corpus.entries.len() < CORPUS => {
+                    e.retain(state);
+                    corpus.cells.insert(cell, corpus.entries.len());
+                    corpus.entries.push(Entry { state, steps: e.path(node), path: path.clone(), chosen: 0 });
+                }
+                Some(k) if corpus.entries[k].steps.len() > depth => {
+                    e.retain(state);
+                    let old = std::mem::replace(&mut corpus.entries[k], Entry { state, steps: e.path(node), path: path.clone(), chosen: 0 });
                     e.release(old.state);
                 }
+                _ => {}
             }
         }
         if events.is_empty() {
