@@ -16,6 +16,7 @@ mod sketch;
 mod sleep;
 mod spill;
 mod transition_cache;
+mod novelty;
 mod walk;
 
 use std::time::Instant;

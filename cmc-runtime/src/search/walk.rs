@@ -1,47 +1,76 @@
-//! Random walks ([`Strategy::Walk`](crate::model::Strategy::Walk)): from the
+//! Random walks ([`Strategy::Walk`](crate::model::Strategy::Walk)).
+//!
+//! *Plain* walks (`Model::guided_walks(false)`, `--plain-walks`): from the
 //! initial state, one random enabled event at a time, with random choices,
 //! until the depth bound or a state without successor; then again from the
 //! initial state. Only the walk in progress is stored (its states are
 //! released as it moves, its search-tree nodes truncated when the next walk
-//! starts), so memory does not grow with the run. Distinct states seen are
-//! counted by a sketch. A violation's path is shortened before it is
-//! reported: where the walk came back to a state it had been in, the loop
-//! is cut.
+//! starts), so memory does not grow with the run.
 //!
-//! Guided walks (the default, [`Model::guided_walks`](crate::Model::guided_walks))
-//! keep a small corpus of states where a walk found something new, as
-//! coverage-guided fuzzers (AFL, libFuzzer) keep inputs: a *feature* of a
-//! step is the handler that led to the state with the set of handlers
-//! enabled in it (and, under `--coverage`, code that ran for the first
-//! time in the check). A state with a feature no walk had seen joins the
-//! corpus, and three walks in four start from a corpus state, its path
-//! recorded again into the search tree so that a violation's trace starts
-//! at the initial state. A deep bug needs a walk to make every one of its
-//! steps right; from a corpus state, only the steps past it.
+//! *Guided* walks (the default, [`Model::guided_walks`](crate::Model::guided_walks))
+//! are steered by novelty, as coverage-guided fuzzers (AFL, libFuzzer) and
+//! Go-Explore are, with two fixed-size memories shared by all the walks of
+//! a worker (see [`super::novelty`]):
+//! * the *explored* table: the fingerprints of the states walks entered,
+//!   with the least depth each was entered at. A walk enters a successor
+//!   only when it is novel (not entered before at that depth or
+//!   shallower): the budget goes to states no walk has seen instead of the
+//!   handful that every random walk passes through;
+//! * the *corpus*: states where a walk stopped with successors untried.
+//!   Walks start from a corpus state taken at random (its path recorded
+//!   again into the search tree, so that a violation's trace starts at the
+//!   initial state), or from the initial state when the corpus is empty.
+//!
+//! A guided walk tries the events of its state in random order (each
+//! choice script in turn, as the other strategies do) and moves to the
+//! first novel successor; where none is novel it steps back and tries the
+//! rest of the state it came from: a depth-first walk over novel states.
+//! Each walk spends a random budget of transitions (a swarm: from 2^6 to
+//! 2^14), after which the states on its way that still have untried
+//! successors join the corpus. When the corpus is empty the bounded state
+//! space has been covered (up to what the table forgot): the table is
+//! cleared and a new round starts from the initial state.
+//!
+//! Distinct states seen are counted by a sketch. A violation's path is
+//! shortened before it is reported: where the walk came back to a state it
+//! had been in, the loop is cut, then steps are dropped while the violation
+//! still occurs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::engine::isolate;
 use crate::engine::trace::{ViolationKind, ViolationRecord};
-use crate::engine::{RawStep, ENV};
+use crate::engine::{next_script, Event, RawStep, ENV};
 use crate::memory::{Fingerprint, StateId};
 use crate::model::{Process, DEFAULT_WALK_DEPTH};
 
+use super::novelty::{Corpus, Explored};
 use super::searcher::Search;
 use super::sketch::Sketch;
 
+/// The explored table's bytes (per worker): 2^22 slots of one word, about
+/// four million states before it starts to forget the deepest.
+const EXPLORED_BYTES: usize = 32 << 20;
+
+/// The most states the corpus holds (per worker). Each holds its state's
+/// pages (shared with the other states that have them) and its path.
+const CORPUS: usize = 1 << 14;
+
+/// A guided walk's budget of transitions is 2^k, k drawn from this range.
+const BUDGET_LOG2: std::ops::RangeInclusive<u32> = 6..=14;
+
 /// Where a walk is: the initial state's node (`root`), the state it is in,
-/// that state's node and depth, and the handler that led there.
+/// that state's node and depth.
 #[derive(Clone, Copy)]
 struct Place {
     root: u32,
     state: StateId,
     node: u32,
     depth: usize,
-    came_by: u64,
 }
 
 /// A state of the corpus: kept (retained), with the steps and the
@@ -50,30 +79,33 @@ struct Entry {
     state: StateId,
     steps: Vec<RawStep>,
     path: Vec<Fingerprint>,
-    chosen: u32,
 }
 
-/// The most states the corpus keeps: past it, a new one replaces a random
-/// one.
-const CORPUS: usize = 200_000;
-
-/// The corpus of a guided walk and the features seen.
-#[derive(Default)]
-struct Corpus {
-    entries: Vec<Entry>,
-    features: HashSet<u64>,
-    cells: HashMap<u64, usize>,
-    /// Whether walks are guided at all.
-    on: bool,
+/// A state on a guided walk's way: retained, with what remains to try
+/// from it (events with their choice scripts, `tries[next..]`).
+struct Frame {
+    state: StateId,
+    node: u32,
+    depth: usize,
+    tries: Vec<(Event, Vec<usize>)>,
+    next: usize,
 }
 
 /// What one step of a walk led to.
 enum Next {
-    /// A successor (owned by the caller), its node, and the handler that
-    /// led to it (a feature of the next step).
-    State(StateId, u32, u64),
+    /// A successor (owned by the caller), its node.
+    State(StateId, u32),
     /// The walk ends here (no successor, a pruned state, a full tree).
     End,
+    /// A violation was reported.
+    Violation,
+}
+
+/// What a transition run by a walk gave.
+enum Ran {
+    /// A successor (owned by the caller) with its fingerprint, the step
+    /// that led to it, and the choices it offered as (value, range).
+    Succ(StateId, Fingerprint, RawStep, Vec<(usize, usize)>),
     /// A violation was reported.
     Violation,
 }
@@ -84,7 +116,6 @@ impl<P: Process> Search<'_, '_, P> {
     /// fingerprint.
     pub(super) fn walk(&mut self, root: u32, initial: Fingerprint) {
         let model = self.engine.model();
-        let depth_bound = model.bounds.max_depth.unwrap_or(DEFAULT_WALK_DEPTH);
         // A swarm: each worker of a parallel search walks from a seed of
         // its own (the first from the model's).
         let seed = match self.par {
@@ -94,34 +125,52 @@ impl<P: Process> Search<'_, '_, P> {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut sketch = Sketch::new();
         sketch.insert(initial);
-        let mut corpus = Corpus {
-            on: model.guided_walks,
-            ..Corpus::default()
+        if model.guided_walks {
+            self.guided_walks(root, initial, &mut rng, &mut sketch);
+        } else {
+            self.plain_walks(root, initial, &mut rng, &mut sketch);
+        }
+        self.stats.unique = sketch.estimate();
+        if let Some(par) = self.par {
+            par.coord.add_sketch(&sketch);
+        }
+    }
+
+    /// Whether the walk bound stops the search before the next walk;
+    /// counts the walk otherwise.
+    fn next_walk(&mut self) -> bool {
+        // The walk bound counts every worker's walks.
+        let started = match self.par {
+            Some(par) => par.coord.start_walk(),
+            None => self.stats.walks,
         };
+        if let Some(w) = self
+            .engine
+            .model()
+            .bounds
+            .max_walks
+            .filter(|&w| started >= w)
+        {
+            self.bounded = true;
+            self.bounded_by = Some(format!("the walk bound ({w} walks) was reached"));
+            return false;
+        }
+        self.stats.walks += 1;
+        true
+    }
+
+    /// Plain walks: each from the initial state, one random step at a time.
+    fn plain_walks(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
+        let depth_bound = self.depth_bound();
         let start = self.engine.initial();
         'walks: while !self.stop_requested() {
-            // The walk bound counts every worker's walks.
-            let started = match self.par {
-                Some(par) => par.coord.start_walk(),
-                None => self.stats.walks,
-            };
-            if let Some(w) = model.bounds.max_walks.filter(|&w| started >= w) {
-                self.bounded = true;
-                self.bounded_by = Some(format!("the walk bound ({w} walks) was reached"));
+            if !self.next_walk() {
                 break;
             }
-            self.stats.walks += 1;
             self.engine.truncate_tree(root as usize + 1);
-            let (mut state, mut node, mut path, first) =
-                match self.from_corpus(&mut rng, &mut corpus, root) {
-                    Some(from) => from,
-                    None => {
-                        self.engine.retain(start);
-                        (start, root, vec![initial], 0)
-                    }
-                };
-            let mut came_by = u64::MAX;
-            for depth in first..depth_bound {
+            self.engine.retain(start);
+            let (mut state, mut node, mut path) = (start, root, vec![initial]);
+            for depth in 0..depth_bound {
                 if self.stop_requested() {
                     self.engine.release(state);
                     break 'walks;
@@ -131,151 +180,310 @@ impl<P: Process> Search<'_, '_, P> {
                     state,
                     node,
                     depth,
-                    came_by,
                 };
-                let next = self.walk_step(&mut rng, at, &mut path, &mut sketch, &mut corpus);
-                if self.last_progress.elapsed() >= crate::search::progress::interval() {
-                    self.stats.unique = sketch.estimate();
-                }
-                self.maybe_report_progress();
+                let next = self.walk_step(rng, at, &mut path, sketch);
+                self.walk_progress(sketch);
                 match next {
-                    Next::State(succ, n, by) => {
+                    Next::State(succ, n) => {
                         self.engine.release(state);
-                        (state, node, came_by) = (succ, n, by);
+                        (state, node) = (succ, n);
                     }
                     Next::End | Next::Violation => break,
                 }
             }
             self.engine.release(state);
         }
-        self.stats.unique = sketch.estimate();
-        if let Some(par) = self.par {
-            par.coord.add_sketch(&sketch);
+    }
+
+    /// The depth at which walks end.
+    fn depth_bound(&self) -> usize {
+        self.engine
+            .model()
+            .bounds
+            .max_depth
+            .unwrap_or(DEFAULT_WALK_DEPTH)
+    }
+
+    /// Refreshes the estimate of distinct states when progress is due,
+    /// and reports progress.
+    fn walk_progress(&mut self, sketch: &Sketch) {
+        if self.last_progress.elapsed() >= crate::search::progress::interval() {
+            self.stats.unique = sketch.estimate();
         }
-        let _ = std::fs::write("/tmp/corpus.txt", format!("corpus {} features {} tags {:?}", corpus.entries.len(), corpus.features.len(), self.engine.process_tag(start, 0)));
-        for entry in corpus.entries {
+        self.maybe_report_progress();
+    }
+
+    /// Guided walks (see the module's documentation).
+    fn guided_walks(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
+        let depth_bound = self.depth_bound();
+        let mut explored = Explored::new(EXPLORED_BYTES);
+        let mut corpus: Corpus<Entry> = Corpus::new(CORPUS);
+        explored.enter(initial, 0);
+        let start = self.engine.initial();
+        let mut first = true;
+        let mut rounds = 0;
+        let mut stack: Vec<Frame> = Vec::new();
+        'walks: while !self.stop_requested() {
+            if !self.next_walk() {
+                break;
+            }
+            self.engine.truncate_tree(root as usize + 1);
+            let (state, node, mut path) = match corpus.take(rng) {
+                Some(entry) => {
+                    let e = &mut *self.engine;
+                    let mut node = Some(root);
+                    for step in &entry.steps {
+                        node = node.and_then(|n| e.record_node(n, step.event, &step.choices, step.seed));
+                    }
+                    let Some(node) = node else {
+                        // The search tree is full (see `stop_requested`).
+                        e.release(entry.state);
+                        continue;
+                    };
+                    (entry.state, node, entry.path)
+                }
+                None => {
+                    if !first {
+                        // Every state within the bound was explored (but
+                        // what the table forgot): again, afresh.
+                        explored.clear();
+                        explored.enter(initial, 0);
+                    }
+                    first = false;
+                    rounds += 1;
+                    self.engine.retain(start);
+                    (start, root, vec![initial])
+                }
+            };
+            let depth = path.len() - 1;
+            let at = Place {
+                root,
+                state,
+                node,
+                depth,
+            };
+            match self.frame(rng, at, &path) {
+                Some(frame) => stack.push(frame),
+                None => {
+                    self.engine.release(state);
+                    continue;
+                }
+            }
+            let budget = 1u64 << rng.gen_range(BUDGET_LOG2);
+            let mut spent = 0;
+            while let Some(top) = stack.last_mut() {
+                if self.stop_requested() {
+                    break 'walks;
+                }
+                if top.next == top.tries.len() {
+                    let done = stack.pop().expect("the top frame");
+                    self.engine.release(done.state);
+                    path.truncate(done.depth);
+                    continue;
+                }
+                if spent == budget {
+                    // The walk's budget is spent: what it left untried
+                    // joins the corpus.
+                    for frame in stack.drain(..) {
+                        if frame.next == frame.tries.len() {
+                            self.engine.release(frame.state);
+                            continue;
+                        }
+                        let entry = Entry {
+                            state: frame.state,
+                            steps: self.engine.path(frame.node),
+                            path: path[..=frame.depth].to_vec(),
+                        };
+                        if let Some(old) = corpus.push(entry, rng) {
+                            self.engine.release(old.state);
+                        }
+                    }
+                    break;
+                }
+                spent += 1;
+                let event = top.tries[top.next].0;
+                let script = std::mem::take(&mut top.tries[top.next].1);
+                top.next += 1;
+                let at = Place {
+                    root,
+                    state: top.state,
+                    node: top.node,
+                    depth: top.depth,
+                };
+                let ran = self.walk_transition(rng, at, event, script, &path);
+                self.walk_progress(sketch);
+                let (succ, fp, step, ranges) = match ran {
+                    Ran::Succ(succ, fp, step, ranges) => (succ, fp, step, ranges),
+                    Ran::Violation => {
+                        self.release_frames(&mut stack);
+                        continue 'walks;
+                    }
+                };
+                // The next choice script of the event, tried later (at
+                // a random place among what remains).
+                if let Some(next) = next_script(&ranges) {
+                    let top = stack.last_mut().expect("the top frame");
+                    let k = rng.gen_range(top.next..=top.tries.len());
+                    top.tries.insert(k, (event, next));
+                }
+                sketch.insert(fp);
+                if !explored.enter(fp, at.depth + 1) {
+                    self.engine.release(succ);
+                    continue;
+                }
+                let (succ, node) = match self.walk_enter(at, succ, fp, step, &mut path) {
+                    Next::State(succ, node) => (succ, node),
+                    Next::End => continue,
+                    Next::Violation => {
+                        self.release_frames(&mut stack);
+                        continue 'walks;
+                    }
+                };
+                let at = Place {
+                    root,
+                    state: succ,
+                    node,
+                    depth: at.depth + 1,
+                };
+                let frame = if at.depth < depth_bound {
+                    self.frame(rng, at, &path)
+                } else {
+                    None
+                };
+                match frame {
+                    Some(frame) => stack.push(frame),
+                    None => {
+                        self.engine.release(succ);
+                        path.truncate(at.depth);
+                    }
+                }
+            }
+        }
+        self.release_frames(&mut stack);
+        if let Some(f) = std::env::var_os("CMC_WALK_DEBUG") {
+            let _ = std::fs::write(
+                f,
+                format!(
+                    "guided: explored {} corpus {} dropped {} rounds {rounds} walks {} transitions {}\n",
+                    explored.len(),
+                    corpus.len(),
+                    corpus.dropped,
+                    self.stats.walks,
+                    self.stats.transitions
+                ),
+            );
+        }
+        for entry in corpus.drain() {
             self.engine.release(entry.state);
         }
     }
 
-    /// Where the next walk starts when it starts from the corpus (three
-    /// walks in four, once the corpus has a state): a corpus state,
-    /// retained for the walk, its path recorded into the search tree
-    /// again; its node, fingerprints and depth.
-    fn from_corpus(
-        &mut self,
-        rng: &mut SmallRng,
-        corpus: &mut Corpus,
-        root: u32,
-    ) -> Option<(StateId, u32, Vec<Fingerprint>, usize)> {
-        if !corpus.on || corpus.entries.is_empty() || rng.gen_range(0..8) == 0 {
-            return None;
+    /// Releases the states of `stack` and empties it.
+    fn release_frames(&mut self, stack: &mut Vec<Frame>) {
+        for frame in stack.drain(..) {
+            self.engine.release(frame.state);
         }
-        // The least chosen of 8 drawn at random.
-        let n = corpus.entries.len();
-        let k = (0..8)
-            .map(|_| rng.gen_range(0..n))
-            .min_by_key(|&k| corpus.entries[k].chosen)
-            .expect("8 draws");
-        corpus.entries[k].chosen += 1;
-        let entry = &corpus.entries[k];
-        let e = &mut *self.engine;
-        let mut node = root;
-        for step in &entry.steps {
-            node = e.record_node(node, step.event, &step.choices, step.seed)?;
-        }
-        e.retain(entry.state);
-        Some((entry.state, node, entry.path.clone(), entry.steps.len()))
     }
 
-    /// One step of a walk from `at`, whose path's fingerprints so far are
-    /// `path`.
+    /// The frame of a state a guided walk enters (`at`, retained by the
+    /// caller, its path `path`): its enabled events in random order.
+    /// `None` when there are none (a deadlock is reported unless the model
+    /// allows quiescence), or when a guard failed (reported).
+    fn frame(&mut self, rng: &mut SmallRng, at: Place, path: &[Fingerprint]) -> Option<Frame> {
+        let mut events = self.walk_events(at, path)?;
+        events.shuffle(rng);
+        Some(Frame {
+            state: at.state,
+            node: at.node,
+            depth: at.depth,
+            tries: events.into_iter().map(|e| (e, Vec::new())).collect(),
+            next: 0,
+        })
+    }
+
+    /// The enabled events of the walk's state `at`, loaded; `None` when
+    /// there are none (a deadlock is reported unless the model allows
+    /// quiescence), or when a guard failed (reported).
+    fn walk_events(&mut self, at: Place, path: &[Fingerprint]) -> Option<Vec<Event>> {
+        let e = &mut *self.engine;
+        e.load(at.state);
+        e.set_node(at.node);
+        let events = match e.enabled() {
+            Ok(events) => events,
+            Err(record) => {
+                let steps = shorten(e.path(at.node), path);
+                self.report_walk(at.root, steps, record);
+                return None;
+            }
+        };
+        if let Some(record) = Self::guards_again(e, &events) {
+            let steps = shorten(e.path(at.node), path);
+            self.report_walk(at.root, steps, record);
+            return None;
+        }
+        if events.is_empty() {
+            if !e.model().quiescence_ok {
+                let steps = shorten(e.path(at.node), path);
+                self.report_walk(
+                    at.root,
+                    steps,
+                    ViolationRecord {
+                        kind: ViolationKind::Deadlock,
+                        property: "deadlock".into(),
+                        message: "no handler is enabled in any process".into(),
+                        location: None,
+                    },
+                );
+            }
+            return None;
+        }
+        Some(events)
+    }
+
+    /// One step of a plain walk from `at`, whose path's fingerprints so far
+    /// are `path`.
     fn walk_step(
         &mut self,
         rng: &mut SmallRng,
         at: Place,
         path: &mut Vec<Fingerprint>,
         sketch: &mut Sketch,
-        corpus: &mut Corpus,
     ) -> Next {
+        let Some(events) = self.walk_events(at, path) else {
+            // No successor (a deadlock, a failed guard: reported).
+            return Next::End;
+        };
+        let event = events[rng.gen_range(0..events.len())];
+        self.engine.set_pick(Some(rng.gen()));
+        let ran = self.walk_transition(rng, at, event, Vec::new(), path);
+        self.engine.set_pick(None);
+        match ran {
+            Ran::Succ(succ, fp, step, _) => {
+                sketch.insert(fp);
+                self.walk_enter(at, succ, fp, step, path)
+            }
+            Ran::Violation => Next::Violation,
+        }
+    }
+
+    /// Runs `event` with the choice `script` from the walk's state `at`
+    /// (loaded), whose path's fingerprints are `path`: the successor,
+    /// captured and fingerprinted, or the violation the run was
+    /// (reported).
+    fn walk_transition(
+        &mut self,
+        rng: &mut SmallRng,
+        at: Place,
+        event: Event,
+        script: Vec<usize>,
+        path: &[Fingerprint],
+    ) -> Ran {
         let Place {
-            root,
-            state,
-            node,
-            depth,
-            came_by,
+            root, state, node, ..
         } = at;
         let e = &mut *self.engine;
         e.load(state);
         e.set_node(node);
-        let events = match e.enabled() {
-            Ok(events) => events,
-            Err(record) => {
-                let steps = shorten(e.path(node), path);
-                self.report_walk(root, steps, record);
-                return Next::Violation;
-            }
-        };
-        if let Some(record) = Self::guards_again(e, &events) {
-            let steps = shorten(e.path(node), path);
-            self.report_walk(root, steps, record);
-            return Next::Violation;
-        }
-        if corpus.on && depth > 0 {
-            // The step's feature: the handler that led here and the
-            // handlers enabled here; and code run for the first time.
-            let mut feature = crate::sys::hash::fmix64(came_by ^ 0x9e37_79b9_7f4a_7c15);
-            let mut handlers: Vec<u64> = events
-                .iter()
-                .map(|ev| if ev.actor == ENV { u64::MAX - ev.handler as u64 } else { ev.handler as u64 })
-                .collect();
-            handlers.sort_unstable();
-            handlers.dedup();
-            for h in handlers {
-                feature = crate::sys::hash::fmix64(feature ^ h.wrapping_add(0x632b_e59b_d9b4_e019));
-            }
-            let _ = feature;
-            // Go-Explore: the cell is the tuple of the processes' local
-            // states; the archive keeps one state per cell, the one with
-            // the shortest path.
-            let mut cell = 0x51_7cc1_b727_220a_u64;
-            for p in 0..e.arenas().len() {
-                let tag = e.process_tag(state, p).unwrap_or(0);
-                cell = crate::sys::hash::fmix64(cell ^ tag as u64 ^ ((tag >> 64) as u64).rotate_left(7));
-            }
-            let _ = crate::sys::coverage::take_fresh();
-            match corpus.cells.get(&cell).copied() {
-                None if corpus.entries.len() < CORPUS => {
-                    e.retain(state);
-                    corpus.cells.insert(cell, corpus.entries.len());
-                    corpus.entries.push(Entry { state, steps: e.path(node), path: path.clone(), chosen: 0 });
-                }
-                Some(k) if corpus.entries[k].steps.len() > depth => {
-                    e.retain(state);
-                    let old = std::mem::replace(&mut corpus.entries[k], Entry { state, steps: e.path(node), path: path.clone(), chosen: 0 });
-                    e.release(old.state);
-                }
-                _ => {}
-            }
-        }
-        if events.is_empty() {
-            if e.model().quiescence_ok {
-                return Next::End;
-            }
-            let steps = shorten(e.path(node), path);
-            self.report_walk(
-                root,
-                steps,
-                ViolationRecord {
-                    kind: ViolationKind::Deadlock,
-                    property: "deadlock".into(),
-                    message: "no handler is enabled in any process".into(),
-                    location: None,
-                },
-            );
-            return Next::Violation;
-        }
-        let event = events[rng.gen_range(0..events.len())];
         let seeds = e.model().random_seeds as u32;
         let seed = if seeds > 1 {
             rng.gen_range(0..seeds)
@@ -291,10 +499,8 @@ impl<P: Process> Search<'_, '_, P> {
         } else {
             event.actor as u64
         };
-        isolate::record_checking(node, actor, event.handler as u64, seed, &[]);
-        e.set_pick(Some(rng.gen()));
-        let mut outcome = e.run(event, Vec::new(), seed, false, state);
-        e.set_pick(None);
+        isolate::record_checking(node, actor, event.handler as u64, seed, &script);
+        let mut outcome = e.run(event, script, seed, false, state);
         if !outcome.taken.is_empty() && crate::determinism::random::enabled() {
             // What the thread RNG draws depends on the choice script: run
             // the step again with the choices it made as its script, as a
@@ -308,8 +514,9 @@ impl<P: Process> Search<'_, '_, P> {
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error.take() {
             self.fatal = Some(crate::engine::CheckError::Model(m));
-            return Next::Violation;
+            return Ran::Violation;
         }
+        let ranges = std::mem::take(&mut outcome.ranges);
         let step = RawStep {
             event,
             choices: std::mem::take(&mut outcome.taken),
@@ -320,7 +527,7 @@ impl<P: Process> Search<'_, '_, P> {
             steps.push(step);
             let steps = shorten(steps, path);
             self.report_walk(root, steps, record);
-            return Next::Violation;
+            return Ran::Violation;
         }
         let e = &mut *self.engine;
         let succ = e.capture();
@@ -333,7 +540,7 @@ impl<P: Process> Search<'_, '_, P> {
                 steps.push(step);
                 let steps = shorten(steps, path);
                 self.report_walk(root, steps, record);
-                return Next::Violation;
+                return Ran::Violation;
             }
         };
         if e.model().check_determinism {
@@ -367,23 +574,39 @@ impl<P: Process> Search<'_, '_, P> {
                     location: None,
                 };
                 self.report_walk(root, steps, record);
-                return Next::Violation;
+                return Ran::Violation;
             }
             e.load(succ);
         }
-        sketch.insert(fp);
+        Ran::Succ(succ, fp, step, ranges)
+    }
+
+    /// Moves the walk from `at` into `succ` (loaded, reached by `step`,
+    /// fingerprint `fp`): records it in the search tree and on `path`, and
+    /// checks its properties. The successor and its node, or the end of the
+    /// walk (a pruned state, a full tree: `succ` is released), or the
+    /// violation it is (reported; `succ` is released).
+    fn walk_enter(
+        &mut self,
+        at: Place,
+        succ: StateId,
+        fp: Fingerprint,
+        step: RawStep,
+        path: &mut Vec<Fingerprint>,
+    ) -> Next {
+        let e = &mut *self.engine;
         if e.pruned() {
             self.stats.pruned += 1;
             e.release(succ);
             return Next::End;
         }
-        let Some(next) = e.record_node(node, event, &step.choices, seed) else {
+        let Some(next) = e.record_node(at.node, step.event, &step.choices, step.seed) else {
             // The search tree is full (see `stop_requested`).
             e.release(succ);
             return Next::End;
         };
         path.push(fp);
-        self.stats.max_depth = self.stats.max_depth.max(depth + 1);
+        self.stats.max_depth = self.stats.max_depth.max(at.depth + 1);
         isolate::publish(
             self.stats.unique,
             self.stats.transitions,
@@ -395,15 +618,10 @@ impl<P: Process> Search<'_, '_, P> {
         if let Some(record) = Self::invariants_again(e, &verdict).or(verdict) {
             e.release(succ);
             let steps = shorten(e.path(next), path);
-            self.report_walk(root, steps, record);
+            self.report_walk(at.root, steps, record);
             return Next::Violation;
         }
-        let by = if event.actor == ENV {
-            u64::MAX - event.handler as u64
-        } else {
-            event.handler as u64
-        };
-        Next::State(succ, next, by)
+        Next::State(succ, next)
     }
 }
 
