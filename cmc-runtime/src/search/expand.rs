@@ -434,7 +434,7 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// What the cache's `fact` says about a transition from a state whose
     /// fingerprint sum is `pre`.
-    fn known(&self, pre: u128, fact: super::transition_cache::Fact) -> Known {
+    pub(super) fn known(&self, pre: u128, fact: super::transition_cache::Fact) -> Known {
         let sum = pre.wrapping_add(fact.delta);
         Known {
             fact,
@@ -747,7 +747,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// when the caches may answer for its events: they are on, the state
     /// is isolated (its processes' code reads only their own arenas and
     /// the environment's) and its fingerprint sum is known.
-    fn prepare_keys(&mut self, item: &Item) -> bool {
+    pub(super) fn prepare_keys(&mut self, item: &Item) -> bool {
         self.keyed = None;
         if self.cache.is_none() {
             return false;
@@ -824,7 +824,7 @@ impl<P: Process> Search<'_, '_, P> {
     /// may answer for it: the state's arenas point only into themselves,
     /// so the event reads only its process's arena and the environment's
     /// (see `transition_cache`).
-    fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
+    pub(super) fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
         if self.keyed != Some(item.state) {
             return None;
         }

@@ -106,6 +106,9 @@ enum Ran {
     /// A successor (owned by the caller) with its fingerprint, the step
     /// that led to it, and the choices it offered as (value, range).
     Succ(StateId, Fingerprint, RawStep, Vec<(usize, usize)>),
+    /// A successor that is not novel (guided walks; not captured), with
+    /// the choices its transition offered.
+    Known(Vec<(usize, usize)>),
     /// A violation was reported.
     Violation,
 }
@@ -310,10 +313,26 @@ impl<P: Process> Search<'_, '_, P> {
                     node: top.node,
                     depth: top.depth,
                 };
-                let ran = self.walk_transition(rng, at, event, script, &path);
+                if self.keyed != Some(at.state) {
+                    let item = super::frontier::Item {
+                        node: at.node,
+                        state: at.state,
+                        depth: at.depth,
+                    };
+                    self.prepare_keys(&item);
+                }
+                let ran = self.walk_transition(
+                    rng,
+                    at,
+                    (event, script),
+                    &path,
+                    Some(&mut explored),
+                    sketch,
+                );
                 self.walk_progress(sketch);
-                let (succ, fp, step, ranges) = match ran {
-                    Ran::Succ(succ, fp, step, ranges) => (succ, fp, step, ranges),
+                let (ranges, entered) = match ran {
+                    Ran::Succ(succ, fp, step, ranges) => (ranges, Some((succ, fp, step))),
+                    Ran::Known(ranges) => (ranges, None),
                     Ran::Violation => {
                         self.release_frames(&mut stack);
                         continue 'walks;
@@ -326,11 +345,9 @@ impl<P: Process> Search<'_, '_, P> {
                     let k = rng.gen_range(top.next..=top.tries.len());
                     top.tries.insert(k, (event, next));
                 }
-                sketch.insert(fp);
-                if !explored.enter(fp, at.depth + 1) {
-                    self.engine.release(succ);
+                let Some((succ, fp, step)) = entered else {
                     continue;
-                }
+                };
                 let (succ, node) = match self.walk_enter(at, succ, fp, step, &mut path) {
                     Next::State(succ, node) => (succ, node),
                     Next::End => continue,
@@ -455,41 +472,71 @@ impl<P: Process> Search<'_, '_, P> {
         };
         let event = events[rng.gen_range(0..events.len())];
         self.engine.set_pick(Some(rng.gen()));
-        let ran = self.walk_transition(rng, at, event, Vec::new(), path);
+        let ran = self.walk_transition(rng, at, (event, Vec::new()), path, None, sketch);
         self.engine.set_pick(None);
         match ran {
-            Ran::Succ(succ, fp, step, _) => {
-                sketch.insert(fp);
-                self.walk_enter(at, succ, fp, step, path)
-            }
+            Ran::Succ(succ, fp, step, _) => self.walk_enter(at, succ, fp, step, path),
+            Ran::Known(_) => unreachable!("a plain walk keeps every successor"),
             Ran::Violation => Next::Violation,
         }
     }
 
-    /// Runs `event` with the choice `script` from the walk's state `at`
-    /// (loaded), whose path's fingerprints are `path`: the successor,
-    /// captured and fingerprinted, or the violation the run was
-    /// (reported).
+    /// Runs `event` with the choice `script` from the walk's state `at`,
+    /// whose path's fingerprints are `path`: the successor, captured and
+    /// fingerprinted, or the violation the run was (reported). With
+    /// `explored` (guided walks), a successor that is not novel there is
+    /// neither captured nor returned (`Ran::Known`): it is fingerprinted
+    /// before it is captured when the engine can, and when the transition
+    /// cache knows the transition's successor, the transition does not
+    /// even run (as in the other strategies' expansions).
     fn walk_transition(
         &mut self,
         rng: &mut SmallRng,
         at: Place,
-        event: Event,
-        script: Vec<usize>,
+        (event, script): (Event, Vec<usize>),
         path: &[Fingerprint],
+        mut explored: Option<&mut Explored>,
+        sketch: &mut Sketch,
     ) -> Ran {
         let Place {
             root, state, node, ..
         } = at;
-        let e = &mut *self.engine;
-        e.load(state);
-        e.set_node(node);
-        let seeds = e.model().random_seeds as u32;
+        let seeds = self.engine.model().random_seeds as u32;
         let seed = if seeds > 1 {
             rng.gen_range(0..seeds)
         } else {
             0
         };
+        let item = super::frontier::Item {
+            node,
+            state,
+            depth: at.depth,
+        };
+        let key = match explored {
+            Some(_) => self.cache_key(&item, event, &script, seed),
+            None => None,
+        };
+        let pre = self.engine.state_tag(state);
+        let mut entered = None;
+        if let (Some(key), Some(pre), Some(cache), Some(explored)) =
+            (key, pre, &self.cache, explored.as_deref_mut())
+        {
+            if let Some(fact) = cache.get(key) {
+                let known = self.known(pre, fact);
+                sketch.insert(known.fp);
+                if !explored.enter(known.fp, at.depth + 1) {
+                    // Known, and not novel: nothing to run.
+                    self.stats.transitions += 1;
+                    self.stats.generated += 1;
+                    self.stats.cached += 1;
+                    return Ran::Known(fact.choices());
+                }
+                entered = Some(known.fp);
+            }
+        }
+        let e = &mut *self.engine;
+        e.load(state);
+        e.set_node(node);
         if crate::determinism::random::enabled() {
             let (base, exact) = e.seed_base_of(state);
             e.begin_expansion(state, base, exact);
@@ -500,8 +547,11 @@ impl<P: Process> Search<'_, '_, P> {
             event.actor as u64
         };
         isolate::record_checking(node, actor, event.handler as u64, seed, &script);
-        let mut outcome = e.run(event, script, seed, false, state);
-        if !outcome.taken.is_empty() && crate::determinism::random::enabled() {
+        let mut outcome = e.run(event, script.clone(), seed, false, state);
+        if outcome.taken != script
+            && crate::determinism::random::enabled()
+            && crate::determinism::random::drew()
+        {
             // What the thread RNG draws depends on the choice script: run
             // the step again with the choices it made as its script, as a
             // replay of the trace will.
@@ -510,6 +560,13 @@ impl<P: Process> Search<'_, '_, P> {
             isolate::record_checking(node, actor, event.handler as u64, seed, &script);
             outcome = e.run(event, script, seed, false, state);
         }
+        let cacheable = key.is_some()
+            && outcome.misfit.is_none()
+            && !if seeds > 1 {
+                outcome.drew
+            } else {
+                crate::determinism::random::drew()
+            };
         e.end_expansion();
         self.stats.transitions += 1;
         if let Some(m) = outcome.global_error.take() {
@@ -530,8 +587,41 @@ impl<P: Process> Search<'_, '_, P> {
             return Ran::Violation;
         }
         let e = &mut *self.engine;
-        let succ = e.capture();
         self.stats.generated += 1;
+        if let (true, Some(explored)) = (e.lazy_capture(), explored.as_deref_mut()) {
+            // Fingerprinted first: most successors are not novel, and
+            // those need no capture (the next restore undoes what the
+            // transition wrote).
+            let fp = match e.pending_fingerprint(state, event) {
+                Ok(fp) => fp,
+                Err(record) => {
+                    let mut steps = e.path(node);
+                    steps.push(step);
+                    let steps = shorten(steps, path);
+                    self.report_walk(root, steps, record);
+                    return Ran::Violation;
+                }
+            };
+            if let (true, Some(key), Some(cache), Some(pre)) =
+                (cacheable, key, &mut self.cache, pre)
+            {
+                if let Some(old) = cache.insert(key, e.pending_sum().wrapping_sub(pre), &ranges) {
+                    for t in old {
+                        e.drop_table(t);
+                    }
+                }
+            }
+            if entered != Some(fp) {
+                sketch.insert(fp);
+                if !explored.enter(fp, at.depth + 1) {
+                    return Ran::Known(ranges);
+                }
+            }
+            let succ = e.capture();
+            e.tag_computed(succ);
+            return Ran::Succ(succ, fp, step, ranges);
+        }
+        let succ = e.capture();
         let fp = match e.state_fingerprint(succ) {
             Ok(fp) => fp,
             Err(record) => {
@@ -577,6 +667,13 @@ impl<P: Process> Search<'_, '_, P> {
                 return Ran::Violation;
             }
             e.load(succ);
+        }
+        sketch.insert(fp);
+        if let Some(explored) = explored {
+            if !explored.enter(fp, at.depth + 1) {
+                e.release(succ);
+                return Ran::Known(ranges);
+            }
         }
         Ran::Succ(succ, fp, step, ranges)
     }
