@@ -49,9 +49,10 @@ pub(crate) struct CheckArgs {
     /// Stop each model after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub(crate) time_limit: Option<f64>,
-    /// With --strategy walk: stop after this many walks (each from the
-    /// initial state to --max-depth, default 1000, or a state without
-    /// successor).
+    /// With --strategy walk: stop after this many walks (a plain walk goes
+    /// from the initial state to --max-depth, default 1000, or a state
+    /// without successor; a guided one ends when its budget of transitions
+    /// is spent or nothing novel is left).
     #[arg(long, value_name = "N")]
     pub(crate) walks: Option<u64>,
     /// How long one piece of user code (a handler, guard, invariant,
@@ -81,9 +82,10 @@ pub(crate) struct CheckArgs {
     /// shown may change from run to run (--jobs 1: always the same).
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub(crate) jobs: Option<u64>,
-    /// With --strategy walk: start every walk from the initial state,
-    /// instead of mostly from the corpus of states where walks found
-    /// something new (guided walks, the default).
+    /// With --strategy walk: plain random walks, one random event at a
+    /// time, each from the initial state, instead of walks guided by
+    /// novelty (the default: walks move into states no walk has entered,
+    /// and start where earlier walks left successors untried).
     #[arg(long)]
     pub(crate) plain_walks: bool,
     /// Collect distinct violations instead of stopping at the first.
@@ -162,9 +164,9 @@ pub(crate) enum StrategyArg {
     Random,
     /// Best-first by the model's priority function.
     Best,
-    /// Random walks from the initial state with restarts: memory that does
-    /// not grow with the run; needs --time-limit or --walks; reproducible
-    /// with --seed
+    /// Random walks, guided by novelty (--plain-walks: plain ones, from
+    /// the initial state): memory that does not grow with the run; needs
+    /// --time-limit or --walks; reproducible with --seed
     Walk,
 }
 

@@ -170,12 +170,6 @@ impl<'m, P: Process> Engine<'m, P> {
         &self.arenas
     }
 
-    /// The fingerprint component of process `p` in `state`, when it was
-    /// computed and kept (`Memory::tag`): the identity of its local state.
-    pub(crate) fn process_tag(&self, state: StateId, p: usize) -> Option<u128> {
-        self.mem.tag(state, self.arenas[p])
-    }
-
     /// The environment's arena.
     pub(crate) fn env_arena(&self) -> ArenaId {
         self.env_arena

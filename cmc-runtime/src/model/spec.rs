@@ -111,15 +111,20 @@ pub enum Strategy {
     /// Highest priority first (see [`Model::priority`]); ties in the order
     /// states were found.
     BestFirst,
-    /// Random walks from the initial state, reproducible from the seed: at
-    /// each step one enabled event, with random choices; a walk ends at the
-    /// depth bound (`max_depth`, default 1000) or in a
-    /// state without successor, and the next starts from the initial state
-    /// again. Nothing is stored but the walk in progress, so memory does
-    /// not grow with the run; such a search is never complete. It stops at
-    /// a violation, the time limit or `max_walks`; one of the two bounds is
-    /// required. A violation's trace is shortened (loops cut) before it is
-    /// shown. `unique` counts distinct states seen, estimated by a sketch.
+    /// Random walks, reproducible from the seed; a walk ends at the depth
+    /// bound (`max_depth`, default 1000) or in a state without successor.
+    /// By default they are guided by novelty (see
+    /// [`Model::guided_walks`]): a walk moves only into states no walk
+    /// entered before at that depth or shallower, stepping back where none
+    /// is left, and starts from a state an earlier walk left with
+    /// successors untried. Plain walks take one random enabled event at
+    /// each step, with random choices, and each starts from the initial
+    /// state. Memory does not grow with the run (guided walks keep a fixed
+    /// table and a bounded corpus); such a search is never complete. It
+    /// stops at a violation, the time limit or `max_walks`; one of the two
+    /// bounds is required. A violation's trace is shortened (loops cut,
+    /// steps dropped) before it is shown. `unique` counts distinct states
+    /// seen, estimated by a sketch.
     Walk,
 }
 
@@ -368,7 +373,8 @@ impl<P: Process> Model<P> {
     }
 
     /// Stops a random-walk search ([`Strategy::Walk`]) after this many
-    /// walks.
+    /// walks (a guided walk ends when its budget of transitions is spent,
+    /// 2^6 to 2^14, or when it has nothing novel left to try).
     pub fn max_walks(mut self, walks: u64) -> Self {
         self.bounds.max_walks = Some(walks);
         self
@@ -523,14 +529,31 @@ impl<P: Process> Model<P> {
         self
     }
 
-    /// Whether random walks ([`Strategy::Walk`]) are guided (default: yes):
-    /// a small corpus keeps the states where a walk found something new —
-    /// a handler ran after another and left a set of enabled handlers no
-    /// walk had seen, or, under `cargo cmc check --coverage`, code ran for
-    /// the first time — and most walks start from one of them instead of
-    /// the initial state, as coverage-guided fuzzers start from their
-    /// corpus. A violation's trace still starts at the initial state.
-    /// `false`: every walk starts from the initial state.
+    /// Whether random walks ([`Strategy::Walk`]) are guided by novelty
+    /// (default: yes), as coverage-guided fuzzers (AFL, libFuzzer) and
+    /// Go-Explore are: a walk tries its state's events in random order and
+    /// moves to the first successor that is *novel* — no walk entered it
+    /// before, or only deeper —, steps back to try the rest where none is
+    /// novel, and after a random budget of transitions leaves the states on
+    /// its way that still have untried successors to a corpus, from which
+    /// later walks start. The budget goes to states no walk has seen, and a
+    /// bug at the end of a long exact sequence of events (at the depth
+    /// bound, where only shortest paths reach) is found once the walks have
+    /// covered the states before it, as a complete search would, instead of
+    /// by the luck of one walk making every step right. A violation's trace
+    /// still starts at the initial state.
+    ///
+    /// Memory is bounded per worker: a table of 32 MiB that remembers about
+    /// four million states with their least depth (past that, it forgets
+    /// the deepest: they may be explored again, nothing is lost), and a
+    /// corpus of at most 16,384 states whose paths hold at most 2^20 steps
+    /// in all. Workers walk with seeds, tables and corpora of their own.
+    /// When the corpus runs dry, every state within the bound was covered
+    /// (but what the table forgot): the table is cleared and the walks
+    /// begin again.
+    ///
+    /// `false`: plain walks, each from the initial state, one random event
+    /// at a time (`cargo cmc check --plain-walks`).
     pub fn guided_walks(mut self, yes: bool) -> Self {
         self.guided_walks = yes;
         self

@@ -106,23 +106,36 @@ impl Explored {
     }
 }
 
-/// A bounded set of things to come back to, taken in random order: the
-/// states where a walk stopped with successors still untried. Past its
-/// capacity, a new entry replaces one at random (which [`Corpus::push`]
-/// hands back, so its owner can release what it holds).
+/// A bounded set of things to come back to: the states where a walk
+/// stopped with successors still untried, each with its weight, the length
+/// of its path. The lighter (shallower) ones are taken first, the heavier
+/// ones given up first, both by a tournament among [`DRAWS`] entries drawn
+/// at random: a walk that dived deep comes back near the top, where its
+/// untried alternatives lead to the most states, as a plain walk restarts
+/// from the initial state. It holds at most `capacity` entries whose
+/// weights sum to at most `max_weight`; past either, the new entry replaces
+/// old ones ([`Corpus::push`] hands them back, so that their owner can
+/// release what they hold).
 pub(super) struct Corpus<T> {
-    entries: Vec<T>,
+    entries: Vec<(T, usize)>,
     capacity: usize,
+    weight: usize,
+    max_weight: usize,
     /// Entries replaced because the corpus was full.
     pub(super) dropped: u64,
 }
 
+/// The entries drawn at random for each take or replacement.
+const DRAWS: usize = 4;
+
 impl<T> Corpus<T> {
-    pub(super) fn new(capacity: usize) -> Self {
+    pub(super) fn new(capacity: usize, max_weight: usize) -> Self {
         assert!(capacity > 0, "a corpus holds one entry at least");
         Corpus {
             entries: Vec::new(),
             capacity,
+            weight: 0,
+            max_weight,
             dropped: 0,
         }
     }
@@ -131,30 +144,56 @@ impl<T> Corpus<T> {
         self.entries.len()
     }
 
-    /// Adds `entry`; returns the entry it replaced, when the corpus was
-    /// full.
-    pub(super) fn push(&mut self, entry: T, rng: &mut impl Rng) -> Option<T> {
-        if self.entries.len() < self.capacity {
-            self.entries.push(entry);
-            return None;
+    /// Adds `entry` of `weight` (one heavier than the whole corpus may
+    /// be is handed back at once); returns the entries it replaced.
+    pub(super) fn push(&mut self, entry: T, weight: usize, rng: &mut impl Rng) -> Vec<T> {
+        if weight > self.max_weight {
+            self.dropped += 1;
+            return vec![entry];
         }
-        self.dropped += 1;
-        let k = rng.gen_range(0..self.entries.len());
-        Some(std::mem::replace(&mut self.entries[k], entry))
+        let mut out = Vec::new();
+        while self.entries.len() == self.capacity || self.weight + weight > self.max_weight {
+            let k = self.draw(rng, |w| w);
+            let (old, w) = self.entries.swap_remove(k);
+            self.weight -= w;
+            self.dropped += 1;
+            out.push(old);
+        }
+        self.weight += weight;
+        self.entries.push((entry, weight));
+        out
     }
 
-    /// Takes an entry out, one at random.
+    /// Takes an entry out: the lightest of a few drawn at random.
     pub(super) fn take(&mut self, rng: &mut impl Rng) -> Option<T> {
         if self.entries.is_empty() {
             return None;
         }
-        let k = rng.gen_range(0..self.entries.len());
-        Some(self.entries.swap_remove(k))
+        let k = self.draw(rng, |w| usize::MAX - w);
+        let (entry, w) = self.entries.swap_remove(k);
+        self.weight -= w;
+        Some(entry)
+    }
+
+    /// The index of the entry with the greatest `score` of its weight
+    /// among [`DRAWS`] drawn at random (the first of them on a tie). The
+    /// corpus is not empty.
+    fn draw(&self, rng: &mut impl Rng, score: impl Fn(usize) -> usize) -> usize {
+        let n = self.entries.len();
+        let mut best = rng.gen_range(0..n);
+        for _ in 1..DRAWS {
+            let k = rng.gen_range(0..n);
+            if score(self.entries[k].1) > score(self.entries[best].1) {
+                best = k;
+            }
+        }
+        best
     }
 
     /// Every entry, taken out.
-    pub(super) fn drain(&mut self) -> std::vec::Drain<'_, T> {
-        self.entries.drain(..)
+    pub(super) fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.weight = 0;
+        self.entries.drain(..).map(|(entry, _)| entry)
     }
 }
 
@@ -221,24 +260,69 @@ mod tests {
         assert!(table.enter(fp(0), 1));
     }
 
-    /// The corpus keeps at most its capacity, hands back what it replaces,
-    /// and gives back each entry once.
+    /// The corpus keeps at most its capacity and its weight, hands back
+    /// what it replaces, and gives back each entry once.
     #[test]
     fn the_corpus_is_bounded_and_loses_nothing_silently() {
         let mut rng = SmallRng::seed_from_u64(1);
-        let mut corpus = Corpus::new(10);
+        let mut corpus = Corpus::new(10, 100);
         let mut out = Vec::new();
-        for k in 0..25 {
-            if let Some(old) = corpus.push(k, &mut rng) {
-                out.push(old);
-            }
+        let mut weights = HashMap::new();
+        for k in 0..60usize {
+            let weight = k % 13;
+            weights.insert(k, weight);
+            out.extend(corpus.push(k, weight, &mut rng));
             assert!(corpus.len() <= 10);
+            assert!(corpus.weight <= 100);
+            let held: usize = corpus.entries.iter().map(|&(k, _)| weights[&k]).sum();
+            assert_eq!(held, corpus.weight);
         }
-        assert_eq!(corpus.dropped, 15);
+        assert_eq!(corpus.dropped as usize, out.len());
+        // Too heavy for the corpus: handed back at once.
+        assert_eq!(corpus.push(1000, 101, &mut rng), vec![1000]);
+        out.push(1000);
         while let Some(k) = corpus.take(&mut rng) {
             out.push(k);
         }
+        assert_eq!(corpus.weight, 0);
         out.sort_unstable();
-        assert_eq!(out, (0..25).collect::<Vec<_>>());
+        let mut all: Vec<usize> = (0..60).collect();
+        all.push(1000);
+        assert_eq!(out, all);
+    }
+
+    /// Taking prefers light entries and replacing heavy ones, as a
+    /// tournament of four does: the lightest quarter of the entries is
+    /// taken first about 1 - (3/4)^4 = 68 % of the time.
+    #[test]
+    fn the_corpus_takes_light_entries_and_gives_up_heavy_ones() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let trials = 20_000;
+        let mut light = 0;
+        for _ in 0..trials {
+            let mut corpus = Corpus::new(100, usize::MAX);
+            for w in 0..100 {
+                assert!(corpus.push(w, w, &mut rng).is_empty());
+            }
+            if corpus.take(&mut rng).expect("an entry") < 25 {
+                light += 1;
+            }
+        }
+        let share = light as f64 / trials as f64;
+        let expected = 1.0 - 0.75f64.powi(4);
+        assert!((share - expected).abs() < 0.02, "{share} against {expected}");
+        // Full: the new entry replaces one of the heaviest more often.
+        let mut heavy = 0;
+        for _ in 0..trials {
+            let mut corpus = Corpus::new(100, usize::MAX);
+            for w in 0..100 {
+                corpus.push(w, w, &mut rng);
+            }
+            if corpus.push(1000, 0, &mut rng)[0] >= 75 {
+                heavy += 1;
+            }
+        }
+        let share = heavy as f64 / trials as f64;
+        assert!((share - expected).abs() < 0.02, "{share} against {expected}");
     }
 }

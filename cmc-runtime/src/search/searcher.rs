@@ -106,6 +106,9 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// expands it again with the depth it has left (see
     /// `Search::arrived_again`).
     pub(super) depths: Option<DepthMap>,
+    /// The bytes of the guided walks' table of explored states (counted
+    /// as the visited set's: it is what they keep instead).
+    pub(super) explored_bytes: usize,
 }
 
 /// Fingerprints to the smallest depth their state was reached at.
@@ -160,10 +163,11 @@ impl Seen<'_> {
 
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn visited_bytes(&self) -> usize {
-        match &self.visited {
-            Seen::Local(v) => v.memory_bytes(),
-            Seen::Shared(v, _) => v.memory_bytes(),
-        }
+        self.explored_bytes
+            + match &self.visited {
+                Seen::Local(v) => v.memory_bytes(),
+                Seen::Shared(v, _) => v.memory_bytes(),
+            }
     }
 
     /// Where this worker's memory is now, by owner, with its resident
@@ -770,6 +774,7 @@ pub(super) fn search<P: Process>(
             .collect(),
         first_keys: Vec::new(),
         events_buf: Vec::new(),
+        explored_bytes: 0,
         depths: (model.bounds.max_depth.is_some()
             && matches!(
                 model.strategy,

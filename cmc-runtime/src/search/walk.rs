@@ -60,6 +60,14 @@ const EXPLORED_BYTES: usize = 32 << 20;
 /// pages (shared with the other states that have them) and its path.
 const CORPUS: usize = 1 << 14;
 
+/// The most steps the corpus's paths hold in all (per worker): about 64
+/// bytes each (the step, its fingerprint), 64 MiB in all.
+const CORPUS_STEPS: usize = 1 << 20;
+
+/// Guided walks leave one transition in this many to plain walks (see
+/// [`Model::guided_walks`](crate::Model::guided_walks)).
+const PLAIN_SHARE: u64 = 4;
+
 /// A guided walk's budget of transitions is 2^k, k drawn from this range.
 const BUDGET_LOG2: std::ops::RangeInclusive<u32> = 6..=14;
 
@@ -164,38 +172,40 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// Plain walks: each from the initial state, one random step at a time.
     fn plain_walks(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
+        while !self.stop_requested() && self.next_walk() {
+            self.plain_walk(root, initial, rng, sketch);
+        }
+    }
+
+    /// One plain walk, from the initial state to the depth bound, a state
+    /// without successor, a violation or an interruption.
+    fn plain_walk(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
         let depth_bound = self.depth_bound();
         let start = self.engine.initial();
-        'walks: while !self.stop_requested() {
-            if !self.next_walk() {
+        self.engine.truncate_tree(root as usize + 1);
+        self.engine.retain(start);
+        let (mut state, mut node, mut path) = (start, root, vec![initial]);
+        for depth in 0..depth_bound {
+            if self.stop_requested() {
                 break;
             }
-            self.engine.truncate_tree(root as usize + 1);
-            self.engine.retain(start);
-            let (mut state, mut node, mut path) = (start, root, vec![initial]);
-            for depth in 0..depth_bound {
-                if self.stop_requested() {
+            let at = Place {
+                root,
+                state,
+                node,
+                depth,
+            };
+            let next = self.walk_step(rng, at, &mut path, sketch);
+            self.walk_progress(sketch);
+            match next {
+                Next::State(succ, n) => {
                     self.engine.release(state);
-                    break 'walks;
+                    (state, node) = (succ, n);
                 }
-                let at = Place {
-                    root,
-                    state,
-                    node,
-                    depth,
-                };
-                let next = self.walk_step(rng, at, &mut path, sketch);
-                self.walk_progress(sketch);
-                match next {
-                    Next::State(succ, n) => {
-                        self.engine.release(state);
-                        (state, node) = (succ, n);
-                    }
-                    Next::End | Next::Violation => break,
-                }
+                Next::End | Next::Violation => break,
             }
-            self.engine.release(state);
         }
+        self.engine.release(state);
     }
 
     /// The depth at which walks end.
@@ -220,15 +230,26 @@ impl<P: Process> Search<'_, '_, P> {
     fn guided_walks(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
         let depth_bound = self.depth_bound();
         let mut explored = Explored::new(EXPLORED_BYTES);
-        let mut corpus: Corpus<Entry> = Corpus::new(CORPUS);
+        self.explored_bytes = explored.bytes();
+        let mut corpus: Corpus<Entry> = Corpus::new(CORPUS, CORPUS_STEPS);
         explored.enter(initial, 0);
         let start = self.engine.initial();
         let mut first = true;
         let mut rounds = 0;
+        let mut plain = 0;
         let mut stack: Vec<Frame> = Vec::new();
         'walks: while !self.stop_requested() {
             if !self.next_walk() {
                 break;
+            }
+            // A portfolio: one transition in PLAIN_SHARE goes to plain
+            // walks.
+            let guided = self.stats.transitions - plain;
+            if plain * (PLAIN_SHARE - 1) < guided {
+                let before = self.stats.transitions;
+                self.plain_walk(root, initial, rng, sketch);
+                plain += self.stats.transitions - before;
+                continue;
             }
             self.engine.truncate_tree(root as usize + 1);
             let (state, node, mut path) = match corpus.take(rng) {
@@ -297,7 +318,8 @@ impl<P: Process> Search<'_, '_, P> {
                             steps: self.engine.path(frame.node),
                             path: path[..=frame.depth].to_vec(),
                         };
-                        if let Some(old) = corpus.push(entry, rng) {
+                        let weight = entry.steps.len() + 1;
+                        for old in corpus.push(entry, weight, rng) {
                             self.engine.release(old.state);
                         }
                     }
@@ -381,7 +403,7 @@ impl<P: Process> Search<'_, '_, P> {
             let _ = std::fs::write(
                 f,
                 format!(
-                    "guided: explored {} corpus {} dropped {} rounds {rounds} walks {} transitions {}\n",
+                    "guided: explored {} corpus {} dropped {} rounds {rounds} walks {} transitions {} plain {plain}\n",
                     explored.len(),
                     corpus.len(),
                     corpus.dropped,

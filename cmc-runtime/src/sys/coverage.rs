@@ -90,10 +90,6 @@ pub(crate) fn counters_range() -> Option<(usize, usize)> {
     (local != 0).then(|| (local, local + 8 * COUNT.load(Ordering::Relaxed)))
 }
 
-/// Regions this process found running for the first time in the whole
-/// check since [`take_fresh`] last asked.
-static FRESH: AtomicUsize = AtomicUsize::new(0);
-
 /// Adds this process's counters into the shared totals and zeroes them.
 /// Async-signal-safe (loads, stores and atomic additions); a no-op while
 /// coverage is off.
@@ -103,24 +99,11 @@ pub(crate) fn flush() {
     if local == 0 {
         return;
     }
-    let new = flush_from(local);
-    if new > 0 {
-        FRESH.fetch_add(new, Ordering::Relaxed);
-    }
-}
-
-/// How many regions of the checked code ran for the first time in the
-/// whole check (in any process) since the last call, counting what ran
-/// until now: coverage-guided walks keep the states that reach new code.
-/// 0 while coverage is off.
-pub(crate) fn take_fresh() -> usize {
-    flush();
-    FRESH.swap(0, Ordering::Relaxed)
+    flush_from(local);
 }
 
 #[cold]
-fn flush_from(local: usize) -> usize {
-    let mut new = 0;
+fn flush_from(local: usize) {
     let count = COUNT.load(Ordering::Relaxed);
     let shared = SHARED.load(Ordering::Relaxed) as *const AtomicU64;
     let local = local as *mut u64;
@@ -134,14 +117,11 @@ fn flush_from(local: usize) -> usize {
             // SAFETY: `shared` maps `count` zeroed words, shared with every
             // process forked since, and lives as long as the program.
             unsafe {
-                if (*shared.add(i)).fetch_add(c, Ordering::Relaxed) == 0 {
-                    new += 1;
-                }
+                (*shared.add(i)).fetch_add(c, Ordering::Relaxed);
                 local.add(i).write_volatile(0);
             }
         }
     }
-    new
 }
 
 /// Ends the collection in the harness, after the check: sets the

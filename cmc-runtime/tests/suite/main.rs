@@ -17,6 +17,7 @@ mod clock;
 mod depth_bound;
 mod env_misfit;
 mod first_engine;
+mod guided_walks;
 mod globals;
 mod identity;
 mod layout;
