@@ -541,7 +541,10 @@ impl<P: Process> Model<P> {
     /// bound, where only shortest paths reach) is found once the walks have
     /// covered the states before it, as a complete search would, instead of
     /// by the luck of one walk making every step right. A violation's trace
-    /// still starts at the initial state.
+    /// still starts at the initial state. One transition in four goes to
+    /// plain walks instead (a portfolio): where a bug is common along the
+    /// paths a random scheduler takes but the space around them is deep
+    /// and wide, a plain walk meets it sooner than an even cover.
     ///
     /// Memory is bounded per worker: a table of 32 MiB that remembers about
     /// four million states with their least depth (past that, it forgets

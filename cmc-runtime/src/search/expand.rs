@@ -824,7 +824,13 @@ impl<P: Process> Search<'_, '_, P> {
     /// may answer for it: the state's arenas point only into themselves,
     /// so the event reads only its process's arena and the environment's
     /// (see `transition_cache`).
-    pub(super) fn cache_key(&self, item: &Item, event: Event, script: &[usize], seed: u32) -> Option<u128> {
+    pub(super) fn cache_key(
+        &self,
+        item: &Item,
+        event: Event,
+        script: &[usize],
+        seed: u32,
+    ) -> Option<u128> {
         if self.keyed != Some(item.state) {
             return None;
         }

@@ -8,6 +8,7 @@
 mod coord;
 mod expand;
 mod frontier;
+mod novelty;
 mod parallel;
 pub(crate) mod progress;
 mod properties;
@@ -16,7 +17,6 @@ mod sketch;
 mod sleep;
 mod spill;
 mod transition_cache;
-mod novelty;
 mod walk;
 
 use std::time::Instant;

@@ -55,7 +55,8 @@ impl Explored {
     }
 
     /// States held.
-    pub(super) fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.len
     }
 
@@ -140,7 +141,8 @@ impl<T> Corpus<T> {
         }
     }
 
-    pub(super) fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.len()
     }
 
@@ -230,7 +232,11 @@ mod tests {
             if novel {
                 reference.insert(k, capped);
             }
-            assert_eq!(table.enter(fp(k), depth), novel, "state {k} at depth {depth}");
+            assert_eq!(
+                table.enter(fp(k), depth),
+                novel,
+                "state {k} at depth {depth}"
+            );
         }
         assert_eq!(table.len(), reference.len());
     }
@@ -310,7 +316,10 @@ mod tests {
         }
         let share = light as f64 / trials as f64;
         let expected = 1.0 - 0.75f64.powi(4);
-        assert!((share - expected).abs() < 0.02, "{share} against {expected}");
+        assert!(
+            (share - expected).abs() < 0.02,
+            "{share} against {expected}"
+        );
         // Full: the new entry replaces one of the heaviest more often.
         let mut heavy = 0;
         for _ in 0..trials {
@@ -323,6 +332,9 @@ mod tests {
             }
         }
         let share = heavy as f64 / trials as f64;
-        assert!((share - expected).abs() < 0.02, "{share} against {expected}");
+        assert!(
+            (share - expected).abs() < 0.02,
+            "{share} against {expected}"
+        );
     }
 }

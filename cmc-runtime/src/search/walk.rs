@@ -27,9 +27,22 @@
 //! rest of the state it came from: a depth-first walk over novel states.
 //! Each walk spends a random budget of transitions (a swarm: from 2^6 to
 //! 2^14), after which the states on its way that still have untried
-//! successors join the corpus. When the corpus is empty the bounded state
-//! space has been covered (up to what the table forgot): the table is
-//! cleared and a new round starts from the initial state.
+//! successors join the corpus; walks start from its shallower states first.
+//! When the corpus is empty the bounded state space has been covered (up
+//! to what the table forgot): the table is cleared and a new round starts
+//! from the initial state.
+//!
+//! A portfolio: one transition in four goes to plain walks. Covering states
+//! evenly is what finds a bug at the end of an exact sequence of events;
+//! but where the space is deep and a bug is common along the paths a
+//! random scheduler takes (raft's elections with a crash), plain walks meet
+//! it long before an even cover does.
+//!
+//! Guided walks fingerprint a successor before capturing it (when the
+//! engine can) and capture only a novel one that the walk goes on from; a
+//! novel successor at the depth bound is checked where it lies. The
+//! transition cache answers for a transition it knows, as in the other
+//! strategies.
 //!
 //! Distinct states seen are counted by a sketch. A violation's path is
 //! shortened before it is reported: where the walk came back to a state it
@@ -101,8 +114,9 @@ struct Frame {
 
 /// What one step of a walk led to.
 enum Next {
-    /// A successor (owned by the caller), its node.
-    State(StateId, u32),
+    /// A successor (owned by the caller; `None` for a leaf that was not
+    /// captured), its node.
+    State(Option<StateId>, u32),
     /// The walk ends here (no successor, a pruned state, a full tree).
     End,
     /// A violation was reported.
@@ -117,6 +131,10 @@ enum Ran {
     /// A successor that is not novel (guided walks; not captured), with
     /// the choices its transition offered.
     Known(Vec<(usize, usize)>),
+    /// A novel successor at the depth bound (guided walks): loaded, not
+    /// captured (no walk goes on from it), with its fingerprint, the step
+    /// and the choices offered.
+    Leaf(Fingerprint, RawStep, Vec<(usize, usize)>),
     /// A violation was reported.
     Violation,
 }
@@ -171,7 +189,13 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     /// Plain walks: each from the initial state, one random step at a time.
-    fn plain_walks(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
+    fn plain_walks(
+        &mut self,
+        root: u32,
+        initial: Fingerprint,
+        rng: &mut SmallRng,
+        sketch: &mut Sketch,
+    ) {
         while !self.stop_requested() && self.next_walk() {
             self.plain_walk(root, initial, rng, sketch);
         }
@@ -179,7 +203,13 @@ impl<P: Process> Search<'_, '_, P> {
 
     /// One plain walk, from the initial state to the depth bound, a state
     /// without successor, a violation or an interruption.
-    fn plain_walk(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
+    fn plain_walk(
+        &mut self,
+        root: u32,
+        initial: Fingerprint,
+        rng: &mut SmallRng,
+        sketch: &mut Sketch,
+    ) {
         let depth_bound = self.depth_bound();
         let start = self.engine.initial();
         self.engine.truncate_tree(root as usize + 1);
@@ -200,6 +230,7 @@ impl<P: Process> Search<'_, '_, P> {
             match next {
                 Next::State(succ, n) => {
                     self.engine.release(state);
+                    let succ = succ.expect("a plain walk captures every successor");
                     (state, node) = (succ, n);
                 }
                 Next::End | Next::Violation => break,
@@ -227,7 +258,13 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     /// Guided walks (see the module's documentation).
-    fn guided_walks(&mut self, root: u32, initial: Fingerprint, rng: &mut SmallRng, sketch: &mut Sketch) {
+    fn guided_walks(
+        &mut self,
+        root: u32,
+        initial: Fingerprint,
+        rng: &mut SmallRng,
+        sketch: &mut Sketch,
+    ) {
         let depth_bound = self.depth_bound();
         let mut explored = Explored::new(EXPLORED_BYTES);
         self.explored_bytes = explored.bytes();
@@ -235,7 +272,6 @@ impl<P: Process> Search<'_, '_, P> {
         explored.enter(initial, 0);
         let start = self.engine.initial();
         let mut first = true;
-        let mut rounds = 0;
         let mut plain = 0;
         let mut stack: Vec<Frame> = Vec::new();
         'walks: while !self.stop_requested() {
@@ -257,7 +293,8 @@ impl<P: Process> Search<'_, '_, P> {
                     let e = &mut *self.engine;
                     let mut node = Some(root);
                     for step in &entry.steps {
-                        node = node.and_then(|n| e.record_node(n, step.event, &step.choices, step.seed));
+                        node = node
+                            .and_then(|n| e.record_node(n, step.event, &step.choices, step.seed));
                     }
                     let Some(node) = node else {
                         // The search tree is full (see `stop_requested`).
@@ -274,7 +311,6 @@ impl<P: Process> Search<'_, '_, P> {
                         explored.enter(initial, 0);
                     }
                     first = false;
-                    rounds += 1;
                     self.engine.retain(start);
                     (start, root, vec![initial])
                 }
@@ -348,12 +384,13 @@ impl<P: Process> Search<'_, '_, P> {
                     at,
                     (event, script),
                     &path,
-                    Some(&mut explored),
+                    Some((&mut explored, at.depth + 1 >= depth_bound)),
                     sketch,
                 );
                 self.walk_progress(sketch);
                 let (ranges, entered) = match ran {
-                    Ran::Succ(succ, fp, step, ranges) => (ranges, Some((succ, fp, step))),
+                    Ran::Succ(succ, fp, step, ranges) => (ranges, Some((Some(succ), fp, step))),
+                    Ran::Leaf(fp, step, ranges) => (ranges, Some((None, fp, step))),
                     Ran::Known(ranges) => (ranges, None),
                     Ran::Violation => {
                         self.release_frames(&mut stack);
@@ -371,7 +408,12 @@ impl<P: Process> Search<'_, '_, P> {
                     continue;
                 };
                 let (succ, node) = match self.walk_enter(at, succ, fp, step, &mut path) {
-                    Next::State(succ, node) => (succ, node),
+                    Next::State(Some(succ), node) => (succ, node),
+                    Next::State(None, _) => {
+                        // A leaf, checked.
+                        path.pop();
+                        continue;
+                    }
                     Next::End => continue,
                     Next::Violation => {
                         self.release_frames(&mut stack);
@@ -399,19 +441,6 @@ impl<P: Process> Search<'_, '_, P> {
             }
         }
         self.release_frames(&mut stack);
-        if let Some(f) = std::env::var_os("CMC_WALK_DEBUG") {
-            let _ = std::fs::write(
-                f,
-                format!(
-                    "guided: explored {} corpus {} dropped {} rounds {rounds} walks {} transitions {} plain {plain}\n",
-                    explored.len(),
-                    corpus.len(),
-                    corpus.dropped,
-                    self.stats.walks,
-                    self.stats.transitions
-                ),
-            );
-        }
         for entry in corpus.drain() {
             self.engine.release(entry.state);
         }
@@ -497,8 +526,8 @@ impl<P: Process> Search<'_, '_, P> {
         let ran = self.walk_transition(rng, at, (event, Vec::new()), path, None, sketch);
         self.engine.set_pick(None);
         match ran {
-            Ran::Succ(succ, fp, step, _) => self.walk_enter(at, succ, fp, step, path),
-            Ran::Known(_) => unreachable!("a plain walk keeps every successor"),
+            Ran::Succ(succ, fp, step, _) => self.walk_enter(at, Some(succ), fp, step, path),
+            Ran::Known(_) | Ran::Leaf(..) => unreachable!("a plain walk keeps every successor"),
             Ran::Violation => Next::Violation,
         }
     }
@@ -506,7 +535,9 @@ impl<P: Process> Search<'_, '_, P> {
     /// Runs `event` with the choice `script` from the walk's state `at`,
     /// whose path's fingerprints are `path`: the successor, captured and
     /// fingerprinted, or the violation the run was (reported). With
-    /// `explored` (guided walks), a successor that is not novel there is
+    /// `guided` (guided walks: the explored table, and whether the
+    /// successor is at the depth bound, where a novel one is returned
+    /// uncaptured, `Ran::Leaf`), a successor that is not novel there is
     /// neither captured nor returned (`Ran::Known`): it is fingerprinted
     /// before it is captured when the engine can, and when the transition
     /// cache knows the transition's successor, the transition does not
@@ -517,9 +548,13 @@ impl<P: Process> Search<'_, '_, P> {
         at: Place,
         (event, script): (Event, Vec<usize>),
         path: &[Fingerprint],
-        mut explored: Option<&mut Explored>,
+        guided: Option<(&mut Explored, bool)>,
         sketch: &mut Sketch,
     ) -> Ran {
+        // Guided walks: the table, and whether the successor is at the
+        // depth bound.
+        let leaf = guided.as_ref().is_some_and(|&(_, leaf)| leaf);
+        let mut explored = guided.map(|(explored, _)| explored);
         let Place {
             root, state, node, ..
         } = at;
@@ -639,6 +674,11 @@ impl<P: Process> Search<'_, '_, P> {
                     return Ran::Known(ranges);
                 }
             }
+            if leaf {
+                // Checked where it lies: no capture (the next restore
+                // undoes what the transition wrote).
+                return Ran::Leaf(fp, step, ranges);
+            }
             let succ = e.capture();
             e.tag_computed(succ);
             return Ran::Succ(succ, fp, step, ranges);
@@ -701,14 +741,14 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     /// Moves the walk from `at` into `succ` (loaded, reached by `step`,
-    /// fingerprint `fp`): records it in the search tree and on `path`, and
-    /// checks its properties. The successor and its node, or the end of the
-    /// walk (a pruned state, a full tree: `succ` is released), or the
-    /// violation it is (reported; `succ` is released).
+    /// fingerprint `fp`; `None`: not captured): records it in the search
+    /// tree and on `path`, and checks its properties. The successor and its
+    /// node, or the end of the walk (a pruned state, a full tree: `succ` is
+    /// released), or the violation it is (reported; `succ` is released).
     fn walk_enter(
         &mut self,
         at: Place,
-        succ: StateId,
+        succ: Option<StateId>,
         fp: Fingerprint,
         step: RawStep,
         path: &mut Vec<Fingerprint>,
@@ -716,12 +756,16 @@ impl<P: Process> Search<'_, '_, P> {
         let e = &mut *self.engine;
         if e.pruned() {
             self.stats.pruned += 1;
-            e.release(succ);
+            if let Some(succ) = succ {
+                e.release(succ);
+            }
             return Next::End;
         }
         let Some(next) = e.record_node(at.node, step.event, &step.choices, step.seed) else {
             // The search tree is full (see `stop_requested`).
-            e.release(succ);
+            if let Some(succ) = succ {
+                e.release(succ);
+            }
             return Next::End;
         };
         path.push(fp);
@@ -735,7 +779,9 @@ impl<P: Process> Search<'_, '_, P> {
         e.set_node(next);
         let verdict = e.check_state();
         if let Some(record) = Self::invariants_again(e, &verdict).or(verdict) {
-            e.release(succ);
+            if let Some(succ) = succ {
+                e.release(succ);
+            }
             let steps = shorten(e.path(next), path);
             self.report_walk(at.root, steps, record);
             return Next::Violation;
