@@ -337,6 +337,7 @@ impl<P: Process> Search<'_, '_, P> {
                 }
                 if top.next == top.tries.len() {
                     let done = stack.pop().expect("the top frame");
+                    self.forget_keys(done.state);
                     self.engine.release(done.state);
                     path.truncate(done.depth);
                     continue;
@@ -449,7 +450,17 @@ impl<P: Process> Search<'_, '_, P> {
     /// Releases the states of `stack` and empties it.
     fn release_frames(&mut self, stack: &mut Vec<Frame>) {
         for frame in stack.drain(..) {
+            self.forget_keys(frame.state);
             self.engine.release(frame.state);
+        }
+    }
+
+    /// Forgets the transition cache's key prefixes when they are
+    /// `state`'s, about to be released: its id may name another state
+    /// later.
+    fn forget_keys(&mut self, state: StateId) {
+        if self.keyed == Some(state) {
+            self.keyed = None;
         }
     }
 
