@@ -546,8 +546,8 @@ impl<P: Process> Model<P> {
     /// paths a random scheduler takes but the space around them is deep
     /// and wide, a plain walk meets it sooner than an even cover.
     ///
-    /// Memory is bounded per worker: a table of 32 MiB that remembers about
-    /// four million states with their least depth (past that, it forgets
+    /// Memory is bounded per worker: a table of 64 MiB that remembers about
+    /// eight million states with their least depth (past that, it forgets
     /// the deepest: they may be explored again, nothing is lost), and a
     /// corpus of at most 16,384 states whose paths hold at most 2^20 steps
     /// in all. Workers walk with seeds, tables and corpora of their own.

@@ -27,7 +27,7 @@
 //! rest of the state it came from: a depth-first walk over novel states.
 //! Each walk spends a random budget of transitions (a swarm: from 2^6 to
 //! 2^14), after which the states on its way that still have untried
-//! successors join the corpus; walks start from its shallower states first.
+//! successors join the corpus.
 //! When the corpus is empty the bounded state space has been covered (up
 //! to what the table forgot): the table is cleared and a new round starts
 //! from the initial state.
@@ -65,9 +65,9 @@ use super::novelty::{Corpus, Explored};
 use super::searcher::Search;
 use super::sketch::Sketch;
 
-/// The explored table's bytes (per worker): 2^22 slots of one word, about
-/// four million states before it starts to forget the deepest.
-const EXPLORED_BYTES: usize = 32 << 20;
+/// The explored table's bytes (per worker): 2^23 slots of one word, about
+/// eight million states before it starts to forget the deepest.
+const EXPLORED_BYTES: usize = 64 << 20;
 
 /// The most states the corpus holds (per worker). Each holds its state's
 /// pages (shared with the other states that have them) and its path.
