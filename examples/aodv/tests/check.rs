@@ -289,7 +289,7 @@ fn a_gratuitous_rrep_installs_a_route_to_self() {
 }
 
 /// The trace of `bug-reverse-route-revive` that random walks found in
-/// `aodv_4_nodes` (`--strategy walk --seed 1 --jobs 2 --max-depth 60`,
+/// `aodv_4_nodes` (`--strategy walk --plain-walks --seed 1 --jobs 2 --max-depth 60`,
 /// shortened to 10 steps; recorded again whenever the model's shape
 /// changes):
 /// breadth-first search does not get that deep in the four-node
