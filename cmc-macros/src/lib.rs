@@ -658,3 +658,21 @@ pub fn derive_state_hash(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as syn::DeriveInput);
     state_hash::derive(&input).into()
 }
+
+/// Derives `cmc::ProcessId` (and `cmc::StateHash`) for a newtype of an
+/// integer that names processes: under symmetry reduction
+/// (`Model::interchangeable`) every value of it a state holds is renamed
+/// with the processes.
+///
+/// ```
+/// #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::ProcessId)]
+/// struct NodeId(u64);
+///
+/// use cmc::ProcessId;
+/// assert_eq!(NodeId(3).process_id(), 3);
+/// ```
+#[proc_macro_derive(ProcessId)]
+pub fn derive_process_id(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as syn::DeriveInput);
+    state_hash::derive_process_id(&input).into()
+}

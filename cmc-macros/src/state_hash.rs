@@ -170,3 +170,62 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         }
     }
 }
+
+/// `#[derive(cmc::ProcessId)]`: a newtype of an integer names processes.
+/// Its `StateHash` writes the integer as a process identifier (renamed
+/// under symmetry reduction), and it implements `cmc::ProcessId`.
+pub(crate) fn derive_process_id(input: &DeriveInput) -> TokenStream {
+    let mut errors = Errors::default();
+    let field = match &input.data {
+        Data::Struct(data) if data.fields.len() == 1 => {
+            let f = data.fields.iter().next().expect("one field");
+            Some((
+                match &f.ident {
+                    Some(id) => Member::Named(id.clone()),
+                    None => Member::Unnamed(Index {
+                        index: 0,
+                        span: f.ty.span(),
+                    }),
+                },
+                &f.ty,
+            ))
+        }
+        _ => {
+            errors.at(
+                &input.ident,
+                "`cmc::ProcessId` is derived for a newtype of an integer, such as \
+                 `struct NodeId(u64);`",
+            );
+            None
+        }
+    };
+    if !input.generics.params.is_empty() {
+        errors.at(
+            &input.generics,
+            "a `cmc::ProcessId` type has no type or lifetime parameters",
+        );
+    }
+    if let Err(e) = errors.finish(()) {
+        return e.to_compile_error();
+    }
+    let (member, ty) = field.expect("checked above");
+    let name = &input.ident;
+    let span = Span::call_site().located_at(ty.span());
+    let word = quote_spanned!(span=> <#ty as ::cmc::__private::IdWord>::id_word(self.#member));
+    quote! {
+        #[automatically_derived]
+        impl ::cmc::StateHash for #name {
+            // Not self-contained: its hash depends on the renaming hashed
+            // under, so no page may remember it.
+            fn state_hash(&self, hasher: &mut ::cmc::__private::StateHasher) {
+                hasher.write_process_id(#word)
+            }
+        }
+        #[automatically_derived]
+        impl ::cmc::ProcessId for #name {
+            fn process_id(&self) -> u64 {
+                #word
+            }
+        }
+    }
+}

@@ -62,6 +62,7 @@ pub use crate::engine::trace::{
     TRACE_VERSION,
 };
 pub use crate::engine::CheckError;
+pub use crate::identity::rename::ProcessId;
 pub use crate::identity::StateHash;
 pub use crate::memory::alloc::{in_any_arena, Allocator};
 pub use crate::memory::arena::{
@@ -73,14 +74,16 @@ pub use crate::model::world::World;
 pub use crate::model::{
     Body, Bounds, Check, FingerprintMode, GlobalInvariant, Guard, Handler, HashFn, HashFns,
     Invariant, Message, Model, NetworkConfig, OnFull, Process, Property, PropertyKind, StateHasher,
-    Strategy, Trigger,
+    Strategy, SymmetryCheck, Trigger,
 };
 pub use crate::model::{Ctx, View};
 pub use crate::sys::hash::STATE_HASH;
 pub use crate::sys::reloc::PageHasher;
 pub use crate::sys::scope::Entered;
 pub use crate::sys::stack::{scrub_stack, DEFAULT_SCRUB_BYTES};
-pub use cmc_macros::{eventually, invariant, model, process, roles, sometimes, StateHash};
+pub use cmc_macros::{
+    eventually, invariant, model, process, roles, sometimes, ProcessId, StateHash,
+};
 
 impl<P: Process> Model<P> {
     /// Explores the model's state space and reports what it found.
@@ -126,6 +129,7 @@ pub mod __private {
         Best, BestDebug, BestHash, BestNone, BestState, Has, HasDebug, HasHash, HasState, NoDebug,
         NoHash, NoState,
     };
+    pub use crate::identity::rename::IdWord;
     pub use crate::identity::Sources;
     pub use crate::model::roles::{
         lift_handlers, lift_invariants, role_has_source, role_hash, Narrowing, Role, RoleTables,

@@ -6,8 +6,10 @@
 use super::error::CheckError;
 
 use crate::engine::isolate::{self};
+use crate::engine::symmetry::Symmetry;
 use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::identity::canon::{CanonTable, HeapGraph};
+use crate::identity::rename::{self, hashing_renamed, Renaming};
 use crate::identity::{HashFn, TypeSource};
 use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, StateId};
 use crate::model::ctx::user_code;
@@ -70,6 +72,9 @@ pub(crate) struct Fingerprinter<P: Process> {
     pub(crate) sources: Vec<TypeSource>,
     /// The mode that overrode each type's best source, if any.
     pub(crate) mode: Option<FingerprintMode>,
+    /// The declared symmetry, when the search reduces by it: states are
+    /// fingerprinted by their smallest image (see `engine::symmetry`).
+    pub(crate) symmetry: Option<Symmetry>,
 }
 
 impl<P: Process> Fingerprinter<P> {
@@ -164,6 +169,11 @@ impl<P: Process> Fingerprinter<P> {
             sources.push(TypeSource::of::<P::Shared>("shared", source));
         }
         sources.push(TypeSource::of::<P::Msg>("message", msg_mode));
+        let symmetry = if model.symmetry.is_empty() || !model.reduce {
+            None
+        } else {
+            Some(symmetry_for(model, &process, &shared, msg_mode)?)
+        };
         Ok(Fingerprinter {
             process,
             shared,
@@ -172,6 +182,7 @@ impl<P: Process> Fingerprinter<P> {
             table: CanonTable::new(),
             sources,
             mode,
+            symmetry,
         })
     }
 
@@ -209,6 +220,7 @@ impl<P: Process> Fingerprinter<P> {
             table: CanonTable::new(),
             sources: self.sources.clone(),
             mode: self.mode,
+            symmetry: self.symmetry.clone(),
         }
     }
 
@@ -244,6 +256,13 @@ impl<P: Process> Parts<'_, P> {
         state: StateId,
         cached: bool,
     ) -> Result<Fingerprint, ViolationRecord> {
+        if fp.symmetry.is_some() {
+            let sum = self.canonical(fp)?.sum;
+            if cached {
+                self.mem.set_state_tag(state, sum);
+            }
+            return Ok(self.finish(sum));
+        }
         let (fingerprint, sum) = self.combine(
             fp,
             state,
@@ -277,6 +296,11 @@ impl<P: Process> Parts<'_, P> {
         computed: &mut Vec<(ArenaId, u128)>,
     ) -> Result<(Fingerprint, u128), ViolationRecord> {
         computed.clear();
+        if fp.symmetry.is_some() {
+            // No component is kept: the smallest image is computed whole.
+            let sum = self.canonical(fp)?.sum;
+            return Ok((self.finish(sum), sum));
+        }
         if let Some(mut sum) = self.mem.state_tag(pre) {
             let n = self.arenas.len();
             let mut complete = true;
@@ -452,6 +476,347 @@ impl<P: Process> Parts<'_, P> {
         };
         Ok(crate::sys::hash::finish(net).wrapping_add(crate::sys::hash::term(0, 1, shared)))
     }
+}
+
+/// The smallest image of a state (see `engine::symmetry`).
+pub(crate) struct Canonical {
+    /// The sum of its components, which the fingerprint is finished from.
+    pub(crate) sum: u128,
+    /// The permutation that gives it: process `i` goes to slot `perm[i]`.
+    pub(crate) perm: Vec<usize>,
+    /// Whether every permutation that could give a smaller image was
+    /// tried (else the fingerprint is that of some image).
+    pub(crate) exact: bool,
+}
+
+/// A component hashed under the identity renaming: its hash, whether it
+/// wrote an identifier, and its hash under the masked renaming (the same
+/// when it wrote none).
+#[derive(Clone, Copy)]
+struct Part {
+    hash: u128,
+    named: bool,
+    masked: u128,
+}
+
+impl<P: Process> Parts<'_, P> {
+    /// `value` hashed by `f` under `renaming`, and whether it wrote a
+    /// process identifier.
+    fn hash_under<T: ?Sized>(
+        &mut self,
+        renaming: &Renaming,
+        what: impl FnOnce() -> String,
+        value: &T,
+        f: &dyn Fn(&T, &mut StateHasher),
+    ) -> Result<(u128, bool), ViolationRecord> {
+        let before = rename::ids_written();
+        let h = crate::identity::chunks::with_memory(self.mem, || {
+            hashing_renamed(renaming, || Self::user(what, value, f))
+        })?;
+        Ok((h, rename::ids_written() != before))
+    }
+
+    /// [`Parts::hash_under`] the identity and the masked renaming.
+    fn part<T: ?Sized>(
+        &mut self,
+        sym: &Symmetry,
+        what: impl Fn() -> String,
+        value: &T,
+        f: &dyn Fn(&T, &mut StateHasher),
+    ) -> Result<Part, ViolationRecord> {
+        let (hash, named) = self.hash_under(&sym.identity, &what, value, f)?;
+        let masked = if named {
+            self.hash_under(&sym.masked, &what, value, f)?.0
+        } else {
+            hash
+        };
+        Ok(Part {
+            hash,
+            named,
+            masked,
+        })
+    }
+
+    /// The loaded state's smallest image under the permutations of its
+    /// interchangeable processes.
+    pub(crate) fn canonical(
+        &mut self,
+        fp: &mut Fingerprinter<P>,
+    ) -> Result<Canonical, ViolationRecord> {
+        use crate::sys::hash::term;
+        let sym = fp.symmetry.as_ref().expect("a symmetric fingerprinter");
+        let Chosen::Value(_, process_fn) = fp.process else {
+            unreachable!("symmetry reduction is set up only for processes hashed by value")
+        };
+        let n = self.roots.len();
+        isolate::phase(isolate::IN_IDENTITY, 0, 0, 0, 0);
+        let mut procs = Vec::with_capacity(n);
+        for i in 0..n {
+            // SAFETY: a live root of the loaded state.
+            let proc = unsafe { &*self.roots[i] };
+            let what = move || format!("the StateHash implementation of process {i}");
+            procs.push(self.part(sym, what, proc, &process_fn)?);
+        }
+        // SAFETY: the environment root is live in every state.
+        let env = unsafe { &*self.env };
+        let key_fn = env.key_fn();
+        let mut msgs = Vec::with_capacity(env.msgs.len());
+        for m in &env.msgs {
+            let what = || "the StateHash implementation of a message".to_string();
+            msgs.push(self.part(sym, what, &m.msg, &key_fn)?);
+        }
+        let shared_fn = match fp.shared {
+            Chosen::Value(_, f) => Some(f),
+            _ => None,
+        };
+        let shared = match shared_fn {
+            Some(f) => {
+                let what = || "the StateHash implementation of the shared variables".to_string();
+                self.part(sym, what, &*env.shared, &f)?
+            }
+            None => Part {
+                hash: 0,
+                named: false,
+                masked: 0,
+            },
+        };
+        // Colours: what no renaming changes about a process — its masked
+        // hash, and the masked messages and the timers it has.
+        let end = |p: u32| {
+            if sym.grouped(p as usize) {
+                u64::MAX
+            } else {
+                u64::from(p)
+            }
+        };
+        let mut colours: Vec<u128> = procs.iter().map(|p| p.masked).collect();
+        for (m, part) in env.msgs.iter().zip(&msgs) {
+            let (to, from) = (m.to as usize, m.from as usize);
+            colours[to] = colours[to].wrapping_add(term(1, end(m.from) as usize, part.masked));
+            colours[from] = colours[from].wrapping_add(term(2, end(m.to) as usize, part.masked));
+        }
+        for &(p, name) in &env.timers {
+            colours[p as usize] = colours[p as usize].wrapping_add(term(3, 0, u128::from(name)));
+        }
+        let named = procs.iter().chain(&msgs).any(|p| p.named) || shared.named;
+        if named {
+            // Refine the colours by where each identifier appears.
+            for (p, singled) in sym.singled() {
+                let mut seen = 0u128;
+                for (i, part) in procs.iter().enumerate() {
+                    if part.named {
+                        // SAFETY: a live root of the loaded state.
+                        let proc = unsafe { &*self.roots[i] };
+                        let what = || format!("the StateHash implementation of process {i}");
+                        let h = self.hash_under(&singled, what, proc, &process_fn)?.0;
+                        seen = seen.wrapping_add(term(4, 0, h));
+                    }
+                }
+                for (m, part) in env.msgs.iter().zip(&msgs) {
+                    if part.named {
+                        let what = || "the StateHash implementation of a message".to_string();
+                        let h = self.hash_under(&singled, what, &m.msg, &key_fn)?.0;
+                        seen = seen.wrapping_add(term(5, 0, h));
+                    }
+                }
+                if let (true, Some(f)) = (shared.named, shared_fn) {
+                    let what = || "the StateHash implementation of the shared variables".into();
+                    let h = self.hash_under(&singled, what, &*env.shared, &f)?.0;
+                    seen = seen.wrapping_add(term(6, 0, h));
+                }
+                colours[p] = colours[p].wrapping_add(term(7, 0, seen));
+            }
+        }
+        let hashed = Hashed {
+            procs,
+            msgs,
+            shared,
+            named,
+            process_fn,
+            shared_fn,
+            key_fn,
+        };
+        let classes = sym.classes(&colours);
+        // A class each of whose swaps of neighbours leaves the state as it
+        // is (its image is the state's own) permutes nothing: the swaps
+        // generate every order of the class, so all give the same image.
+        let identity: Vec<usize> = (0..n).collect();
+        let mut own = None;
+        let mut fixed = Vec::with_capacity(classes.len());
+        for class in &classes {
+            let mut same = true;
+            for w in class.windows(2) {
+                let own = match own {
+                    Some(h) => h,
+                    None => *own.insert(self.image(sym, &hashed, &identity)?),
+                };
+                let mut swap = identity.clone();
+                swap.swap(w[0], w[1]);
+                if self.image(sym, &hashed, &swap)? != own {
+                    same = false;
+                    break;
+                }
+            }
+            fixed.push(same);
+        }
+        let (candidates, exact) = sym.candidates(&classes, &fixed);
+        let mut best: Option<(u128, usize)> = None;
+        for (c, perm) in candidates.iter().enumerate() {
+            let sum = self.image(sym, &hashed, perm)?;
+            if best.is_none_or(|(b, _)| sum < b) {
+                best = Some((sum, c));
+            }
+        }
+        let (sum, at) = best.expect("at least one permutation is tried");
+        Ok(Canonical {
+            sum,
+            perm: candidates[at].clone(),
+            exact,
+        })
+    }
+}
+
+/// A state's components hashed for its images (see [`Parts::canonical`]).
+struct Hashed<P: Process> {
+    procs: Vec<Part>,
+    msgs: Vec<Part>,
+    shared: Part,
+    /// Whether any component wrote an identifier.
+    named: bool,
+    process_fn: HashFn<P>,
+    shared_fn: Option<HashFn<P::Shared>>,
+    key_fn: HashFn<P::Msg>,
+}
+
+impl<P: Process> Parts<'_, P> {
+    /// The sum of the components of the loaded state's image under `perm`
+    /// (process `i` to slot `perm[i]`, identifiers renamed alike).
+    fn image(
+        &mut self,
+        sym: &Symmetry,
+        hashed: &Hashed<P>,
+        perm: &[usize],
+    ) -> Result<u128, ViolationRecord> {
+        use crate::sys::hash::{finish, term};
+        let n = self.roots.len();
+        // SAFETY: the environment root is live in every state.
+        let env = unsafe { &*self.env };
+        let renaming = hashed.named.then(|| sym.renaming(perm));
+        let renamed = |part: &Part| renaming.as_ref().filter(|_| part.named);
+        let mut sum = 0u128;
+        for (i, part) in hashed.procs.iter().enumerate() {
+            let c = match renamed(part) {
+                Some(r) => {
+                    // SAFETY: a live root of the loaded state.
+                    let proc = unsafe { &*self.roots[i] };
+                    let what = || format!("the StateHash implementation of process {i}");
+                    self.hash_under(r, what, proc, &hashed.process_fn)?.0
+                }
+                None => part.hash,
+            };
+            sum = sum.wrapping_add(term(perm[i], usize::MAX, c));
+        }
+        // The network: order-free over messages (or over FIFO links, each
+        // in its order), with renamed ends.
+        let mut net = 0u128;
+        let mut link: Option<(u32, u32, StateHasher)> = None;
+        for (m, part) in env.msgs.iter().zip(&hashed.msgs) {
+            let key = match renamed(part) {
+                Some(r) => {
+                    let what = || "the StateHash implementation of a message".to_string();
+                    self.hash_under(r, what, &m.msg, &hashed.key_fn)?.0
+                }
+                None => part.hash,
+            };
+            let (to, from) = (perm[m.to as usize], perm[m.from as usize]);
+            if !env.fifo {
+                net = net.wrapping_add(term(to, from, key));
+                continue;
+            }
+            if !matches!(&link, Some((t, f, _)) if (*t, *f) == (m.to, m.from)) {
+                if let Some((_, _, h)) = link.take() {
+                    net = net.wrapping_add(term(usize::MAX - 2, 0, h.finish128()));
+                }
+                let mut h = StateHasher::default();
+                std::hash::Hasher::write_u64(&mut h, to as u64);
+                std::hash::Hasher::write_u64(&mut h, from as u64);
+                link = Some((m.to, m.from, h));
+            }
+            let (_, _, h) = link.as_mut().expect("a link was started");
+            std::hash::Hasher::write_u128(h, key);
+        }
+        if let Some((_, _, h)) = link.take() {
+            net = net.wrapping_add(term(usize::MAX - 2, 0, h.finish128()));
+        }
+        for &(p, name) in &env.timers {
+            net = net.wrapping_add(term(perm[p as usize], usize::MAX - 1, u128::from(name)));
+        }
+        let sh = match (renamed(&hashed.shared), hashed.shared_fn) {
+            (Some(r), Some(f)) => {
+                let what = || "the StateHash implementation of the shared variables".into();
+                self.hash_under(r, what, &*env.shared, &f)?.0
+            }
+            _ => hashed.shared.hash,
+        };
+        let env_c = finish(net).wrapping_add(term(0, 1, sh));
+        Ok(sum.wrapping_add(term(n, usize::MAX, env_c)))
+    }
+}
+
+/// The symmetry the model declares, if its types can be renamed: every
+/// identifier must be hashed by a `StateHash` (a `Hash` or `Debug` writes
+/// it as a plain number).
+fn symmetry_for<P: Process>(
+    model: &Model<P>,
+    process: &Chosen<P>,
+    shared: &Chosen<P::Shared>,
+    msg: FingerprintMode,
+) -> Result<Symmetry, CheckError> {
+    let refuse = |what: &str, ty: &str, how: Option<FingerprintMode>| {
+        let how = how.map_or("no source".to_string(), |m| {
+            format!("its {}", source_name(m))
+        });
+        CheckError::Model(format!(
+            "the model declares interchangeable processes, but the {what} ({ty}) is \
+             fingerprinted by {how}, which cannot rename process identifiers: derive \
+             cmc::StateHash for it (and cmc::ProcessId for the identifier type)"
+        ))
+    };
+    match process {
+        Chosen::Value(FingerprintMode::State, _) => {}
+        other => {
+            return Err(refuse(
+                "process type",
+                std::any::type_name::<P>(),
+                other.mode(),
+            ))
+        }
+    }
+    match shared {
+        Chosen::Value(FingerprintMode::State, _) | Chosen::Nothing => {}
+        other => {
+            return Err(refuse(
+                "shared variables",
+                std::any::type_name::<P::Shared>(),
+                other.mode(),
+            ))
+        }
+    }
+    if msg != FingerprintMode::State && size_of::<P::Msg>() != 0 {
+        return Err(refuse(
+            "message type",
+            std::any::type_name::<P::Msg>(),
+            Some(msg),
+        ));
+    }
+    if model.por {
+        return Err(CheckError::Model(
+            "symmetry reduction and partial-order reduction (--por) cannot be combined yet: \
+             drop --por, or pass --no-symmetry"
+                .into(),
+        ));
+    }
+    Symmetry::new(&model.symmetry, model.count).map_err(CheckError::Model)
 }
 
 /// How a violation names a source whose code panicked.

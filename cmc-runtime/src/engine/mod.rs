@@ -17,6 +17,7 @@ mod properties;
 mod run;
 mod setup;
 mod states;
+pub(crate) mod symmetry;
 pub(crate) mod trace;
 mod traces;
 pub(crate) mod tree;

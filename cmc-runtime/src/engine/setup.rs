@@ -444,6 +444,12 @@ impl<'m, P: Process> Engine<'m, P> {
         parts.fingerprint(&mut self.fp, state, true)
     }
 
+    /// Whether states are fingerprinted by their smallest image under the
+    /// declared symmetry.
+    pub(crate) fn symmetric(&self) -> bool {
+        self.fp.symmetry.is_some()
+    }
+
     /// Whether successors can be fingerprinted before they are captured:
     /// every source hashes the live objects (no source reads a captured
     /// state), and no determinism check compares captured successors.

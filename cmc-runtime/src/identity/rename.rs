@@ -37,22 +37,65 @@ impl StateHasher {
     }
 }
 
-/// A permutation of a model's processes, with the identifier each process
-/// has: hashing under it writes the identifier of process `i` as that of
-/// process `perm[i]`.
+/// A type that names processes: `#[derive(cmc::ProcessId)]` on a newtype
+/// of an integer (`struct NodeId(u64)`). Its `StateHash` writes the value
+/// through [`StateHasher::write_process_id`], so that a model that declares
+/// processes interchangeable ([`Model::interchangeable`](crate::Model::interchangeable)) renames it
+/// wherever a state holds it: in processes, messages, shared variables,
+/// and the keys of maps and sets.
+///
+/// Identifiers may be compared for equality and used as keys; what a
+/// process does must not depend on their order or value (`--check-symmetry`
+/// checks that it does not).
+pub trait ProcessId: crate::identity::StateHash {
+    /// The identifier as a number (distinct identifiers, distinct numbers).
+    fn process_id(&self) -> u64;
+}
+
+/// The integer types a `ProcessId` newtype may wrap, as the number its
+/// identifier is written as.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a `cmc::ProcessId` wraps an integer, not `{Self}`",
+    label = "not an integer"
+)]
+pub trait IdWord: Copy {
+    fn id_word(self) -> u64;
+}
+
+macro_rules! id_words {
+    ($($t:ty),*) => {$(
+        impl IdWord for $t {
+            #[inline]
+            fn id_word(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+
+id_words!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+/// A permutation of a model's interchangeable processes, with the
+/// identifier each has: hashing under it writes the identifier of the
+/// process at position `i` as that of the process at position `perm[i]`.
+/// Or the *masked* renaming, which writes every one of those identifiers
+/// as the same value: a hash under it is the same for a state and all its
+/// images.
 #[derive(Clone, Debug)]
 pub struct Renaming {
-    /// The identifier of each process, by process index.
-    ids: Vec<u64>,
-    /// (identifier, process index), sorted by identifier.
-    by_id: Vec<(u64, usize)>,
-    /// Process `i` is renamed `perm[i]`.
+    /// (identifier, what it is written as), sorted by identifier.
+    map: Vec<(u64, u64)>,
+    /// Position `i` is renamed `perm[i]` (empty when masked).
     perm: Vec<usize>,
 }
 
+/// What the masked renaming writes every identifier as.
+const MASKED: u64 = 0x6d61_736b_6564_5f69;
+
 impl Renaming {
-    /// The renaming of process `i` to `perm[i]`, where process `i`'s
-    /// identifier is `ids[i]`.
+    /// The renaming of the process at position `i` to the one at `perm[i]`,
+    /// where the identifier of the one at position `i` is `ids[i]`.
     ///
     /// # Panics
     /// When `perm` is not a permutation of `0..ids.len()`, or two processes
@@ -73,13 +116,47 @@ impl Renaming {
                 perm.len()
             );
         }
-        let mut by_id: Vec<(u64, usize)> = ids.iter().copied().zip(0..).collect();
-        by_id.sort_unstable();
-        assert!(
-            by_id.windows(2).all(|w| w[0].0 != w[1].0),
-            "two processes have the same identifier: {ids:?}"
+        let map = Self::sorted(ids.iter().zip(&perm).map(|(&id, &p)| (id, ids[p])));
+        Renaming { map, perm }
+    }
+
+    /// The renaming that writes every identifier of `ids` as one value.
+    ///
+    /// # Panics
+    /// When two processes have the same identifier.
+    pub fn masked(ids: &[u64]) -> Renaming {
+        let map = Self::sorted(ids.iter().map(|&id| (id, MASKED)));
+        Renaming {
+            map,
+            perm: Vec::new(),
+        }
+    }
+
+    /// The renaming that writes the identifier at position `i` of `ids` as
+    /// one value and all the others as another: a hash under it tells
+    /// where that process's identifier is, and is the same for the
+    /// process's image under every renaming.
+    pub fn singled(ids: &[u64], i: usize) -> Renaming {
+        let map = Self::sorted(
+            ids.iter()
+                .enumerate()
+                .map(|(k, &id)| (id, if k == i { !MASKED } else { MASKED })),
         );
-        Renaming { ids, by_id, perm }
+        Renaming {
+            map,
+            perm: Vec::new(),
+        }
+    }
+
+    fn sorted(pairs: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
+        let mut map: Vec<(u64, u64)> = pairs.collect();
+        map.sort_unstable();
+        assert!(
+            map.windows(2).all(|w| w[0].0 != w[1].0),
+            "two processes have the same identifier: {:?}",
+            map.iter().map(|p| p.0).collect::<Vec<_>>()
+        );
+        map
     }
 
     /// The identity renaming of processes with identifiers `ids`.
@@ -88,29 +165,33 @@ impl Renaming {
         Renaming::new(ids, (0..n).collect())
     }
 
-    /// The permutation: process `i` becomes `perm()[i]`.
+    /// The permutation: position `i` becomes `perm()[i]` (empty when
+    /// masked).
     pub fn perm(&self) -> &[usize] {
         &self.perm
     }
 
     /// The identifier `id` renamed: that of the process the permutation
     /// sends its process to, or `id` itself when it names no process.
+    #[inline]
     pub fn rename(&self, id: u64) -> u64 {
-        match self.by_id.binary_search_by_key(&id, |&(v, _)| v) {
-            Ok(at) => self.ids[self.perm[self.by_id[at].1]],
+        match self.map.binary_search_by_key(&id, |&(v, _)| v) {
+            Ok(at) => self.map[at].1,
             Err(_) => id,
         }
     }
 
     /// Whether it moves no process.
     pub fn is_identity(&self) -> bool {
-        self.perm.iter().enumerate().all(|(i, &p)| i == p)
+        self.map.iter().all(|&(a, b)| a == b)
     }
 }
 
 thread_local! {
     /// The renaming hashes on this thread are computed under, or null.
     static ACTIVE: Cell<*const Renaming> = const { Cell::new(std::ptr::null()) };
+    /// How many identifiers were written under a renaming on this thread.
+    static WRITTEN: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Runs `f` with `renaming` active on this thread (see the module
@@ -128,6 +209,13 @@ pub fn hashing_renamed<R>(renaming: &Renaming, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// How many process identifiers were written under a renaming on this
+/// thread so far: a value whose hash writes none is its own image under
+/// every renaming.
+pub(crate) fn ids_written() -> u64 {
+    WRITTEN.with(Cell::get)
+}
+
 /// Whether a renaming is active: ordered collections then hash as sets.
 #[inline]
 pub(crate) fn active() -> bool {
@@ -142,6 +230,7 @@ pub(crate) fn rename(id: u64) -> u64 {
         if r.is_null() {
             id
         } else {
+            WRITTEN.with(|w| w.set(w.get() + 1));
             // SAFETY: a non-null pointer was set by `hashing_renamed` from a
             // reference that outlives the call of `f` during which it is
             // set, and is reset before that call returns or unwinds.
@@ -226,7 +315,7 @@ mod tests {
         }
     }
 
-    fn under(r: &Renaming, value: &Replica) -> u128 {
+    fn under<T: StateHash>(r: &Renaming, value: &T) -> u128 {
         hashing_renamed(r, || fingerprint(value))
     }
 
@@ -303,6 +392,33 @@ mod tests {
         assert_ne!(under(&r, &value), plain);
         assert_eq!(fingerprint(&value), plain);
         assert!(!active());
+    }
+
+    #[test]
+    fn the_masked_hash_is_the_same_for_every_image() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let ids = vec![10, 20, 30, 40];
+        let masked = Renaming::masked(&ids);
+        for _ in 0..200 {
+            let value = random_replica(&mut rng, 4);
+            let mut perm: Vec<usize> = (0..4).collect();
+            for i in (1..4).rev() {
+                perm.swap(i, rng.gen_range(0..=i));
+            }
+            let r = Renaming::new(ids.clone(), perm);
+            let copy = renamed(&value, &|Id(v)| Id(r.rename(v)));
+            assert_eq!(under(&masked, &value), under(&masked, &copy), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn identifiers_written_are_counted() {
+        let r = Renaming::identity(vec![1, 2]);
+        let before = ids_written();
+        under(&r, &(Id(1), 5u32, Id(7)));
+        assert_eq!(ids_written() - before, 2);
+        fingerprint(&Id(1));
+        assert_eq!(ids_written() - before, 2, "not counted without a renaming");
     }
 
     #[test]

@@ -178,6 +178,11 @@ impl<M: Message, S> Env<M, S> {
         }
     }
 
+    /// The function identity keys are computed by.
+    pub(crate) fn key_fn(&self) -> HashFn<M> {
+        self.key_fn
+    }
+
     /// The identity key of `msg`. Runs the message's `StateHash`, `Hash` or
     /// `Debug` (user code: it may panic) in checker memory.
     pub(crate) fn key(&self, msg: &M) -> [u64; 2] {

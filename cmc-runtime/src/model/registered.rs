@@ -73,6 +73,13 @@ pub struct RunOptions {
     /// check.
     #[serde(default)]
     pub determinism_runs: Option<usize>,
+    /// Whether symmetry reduction is on where a model declares
+    /// interchangeable processes (`--no-symmetry`: off).
+    #[serde(default)]
+    pub symmetry: Option<bool>,
+    /// How much of a declared symmetry is checked (`--check-symmetry`).
+    #[serde(default)]
+    pub check_symmetry: Option<crate::model::SymmetryCheck>,
 }
 
 impl<P: Process> Model<P> {
@@ -133,6 +140,12 @@ impl<P: Process> Model<P> {
         }
         if let Some(m) = options.max_memory {
             self.bounds.max_memory = Some(m);
+        }
+        if let Some(yes) = options.symmetry {
+            self.reduce = yes;
+        }
+        if let Some(c) = options.check_symmetry {
+            self.check_symmetry = c;
         }
         if let Some(n) = options.frontier_in_memory {
             self = self.frontier_in_memory(n);

@@ -214,6 +214,37 @@ pub struct Model<P: Process> {
     /// The most breadth-first frontier entries kept in memory (`None`:
     /// the default, `Some(usize::MAX)`: all).
     pub(crate) frontier_in_memory: Option<usize>,
+    /// The groups of interchangeable processes (see
+    /// [`Model::interchangeable`]).
+    pub(crate) symmetry: Vec<Interchangeable>,
+    /// Whether symmetry reduction is on, when groups are declared
+    /// (`--no-symmetry` turns it off, to count the states without it).
+    pub(crate) reduce: bool,
+    /// How much of the declared symmetry is checked (see
+    /// [`Model::check_symmetry`]).
+    pub(crate) check_symmetry: SymmetryCheck,
+}
+
+/// A group of interchangeable processes: their indices and their
+/// identifiers.
+#[derive(Clone, Debug)]
+pub(crate) struct Interchangeable {
+    pub(crate) processes: Vec<usize>,
+    pub(crate) ids: Vec<u64>,
+}
+
+/// How much of a declared symmetry a search checks (see
+/// [`Model::check_symmetry`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SymmetryCheck {
+    /// A sample: the first states the reduction merges with a different
+    /// state of their orbit (the default).
+    #[default]
+    Sampled,
+    /// Every merge whose first state is still held (`--check-symmetry`).
+    All,
 }
 
 impl<P: Process> fmt::Debug for Model<P> {
@@ -267,7 +298,70 @@ impl<P: Process> Model<P> {
             transition_cache: true,
             guided_walks: true,
             frontier_in_memory: None,
+            symmetry: Vec::new(),
+            reduce: true,
+            check_symmetry: SymmetryCheck::Sampled,
         }
+    }
+
+    /// Declares the processes `processes` interchangeable, process `i`
+    /// named by `id(i)`: they run the same code and differ only in their
+    /// names, so a state and its image under any permutation of them (every
+    /// identifier of type `I` renamed everywhere: in processes, messages in
+    /// flight with their senders and receivers, timers, shared variables,
+    /// maps and sets keyed by identifiers) behave alike, and the search
+    /// counts each such orbit once: it fingerprints a state by the smallest
+    /// fingerprint of its images. Traces stay concrete.
+    ///
+    /// `I` derives [`ProcessId`](crate::ProcessId); every type the state
+    /// holds is fingerprinted by its `cmc::StateHash` (derive it), whose
+    /// fields of type `I` are renamed (a `Hash` or `Debug` could not be).
+    /// Called once per group (a role: the replicas; the clients); processes
+    /// not in any group keep their names.
+    ///
+    /// The declaration is checked, not trusted: where the reduction merges
+    /// a state with another state of its orbit, cmc runs both and compares
+    /// their successors and the invariants' verdicts (on a sample of the
+    /// merges, or all of them with [`Model::check_symmetry`]). A process
+    /// with a role of its own or an identifier compared by order is
+    /// reported as a violation of the declared symmetry.
+    ///
+    /// # Panics
+    /// When a group has fewer than two processes or names one twice.
+    pub fn interchangeable<I: crate::ProcessId>(
+        mut self,
+        processes: impl IntoIterator<Item = usize>,
+        id: impl Fn(usize) -> I,
+    ) -> Self {
+        let processes: Vec<usize> = processes.into_iter().collect();
+        assert!(
+            processes.len() >= 2,
+            "a group of interchangeable processes has at least two, not {processes:?}"
+        );
+        let mut sorted = processes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len(),
+            processes.len(),
+            "a group of interchangeable processes names each once: {processes:?}"
+        );
+        let ids = sorted.iter().map(|&i| id(i).process_id()).collect();
+        self.symmetry.push(Interchangeable {
+            processes: sorted,
+            ids,
+        });
+        self
+    }
+
+    /// How much of the declared symmetry ([`Model::interchangeable`]) the
+    /// search checks: [`SymmetryCheck::Sampled`] (the default) checks the
+    /// first merges of a state with another of its orbit, and
+    /// [`SymmetryCheck::All`] (`--check-symmetry`) every merge whose first
+    /// state the search still holds.
+    pub fn check_symmetry(mut self, check: SymmetryCheck) -> Self {
+        self.check_symmetry = check;
+        self
     }
 
     /// How long one piece of user code — a handler, guard, invariant,

@@ -761,8 +761,11 @@ pub(super) fn search<P: Process>(
         // captured (identity by meaning, no determinism check), without
         // sleep sets (which need every run's footprint) and with seeded
         // randomness (so that a run that drew can tell).
+        // Not under symmetry reduction, whose fingerprint is no sum of
+        // components a transition changes one of.
         cache: (model.transition_cache
             && !model.por
+            && !engine.symmetric()
             && engine.lazy_capture()
             && crate::determinism::random::enabled())
         .then(|| super::transition_cache::TransitionCache::new(super::transition_cache::BYTES)),

@@ -41,14 +41,20 @@ pub enum TmState {
     Done,
 }
 
+/// The name of a resource manager: RM `k` is process `k`. Names are only
+/// compared for equality and kept in sets, so the RMs are interchangeable:
+/// the `_symmetric` models declare it, and count each state once for all
+/// its renamings of the RMs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::ProcessId)]
+pub struct Rm(pub usize);
+
 /// The spec's `msgs`: every message ever sent. Messages are never removed;
 /// an action that an implementation would trigger by receiving a message is
 /// enabled while the message is in the set.
-#[derive(Debug, Default, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Hash, PartialEq, Eq, cmc::StateHash)]
 pub struct Msgs {
-    /// The RMs `rm` with `[type |-> "Prepared", rm |-> rm]` in `msgs`, by
-    /// process index.
-    pub prepared: BTreeSet<usize>,
+    /// The RMs `rm` with `[type |-> "Prepared", rm |-> rm]` in `msgs`.
+    pub prepared: BTreeSet<Rm>,
     /// Whether `[type |-> "Commit"]` is in `msgs`.
     pub commit: bool,
     /// Whether `[type |-> "Abort"]` is in `msgs`.
@@ -66,7 +72,7 @@ pub enum Manager {
         /// `tmState`.
         tm_state: TmState,
         /// `tmPrepared`.
-        tm_prepared: BTreeSet<usize>,
+        tm_prepared: BTreeSet<Rm>,
     },
     /// A resource manager (processes `1..=N`; RM `k` is process `k`).
     Rm {
@@ -123,7 +129,7 @@ impl Manager {
     #[handler(guard = Self::rm_is_working)]
     fn rm_prepare(&mut self, ctx: &mut Ctx<'_, Self>) {
         *self.rm_state_mut() = RmState::Prepared;
-        let me = ctx.me();
+        let me = Rm(ctx.me());
         ctx.with_shared(|msgs| msgs.prepared.insert(me));
     }
 
@@ -188,7 +194,7 @@ impl Manager {
         }
     }
 
-    fn tm_prepared_mut(&mut self) -> &mut BTreeSet<usize> {
+    fn tm_prepared_mut(&mut self) -> &mut BTreeSet<Rm> {
         match self {
             Manager::Tm { tm_prepared, .. } => tm_prepared,
             Manager::Rm { .. } => panic!("a TM handler ran on an RM"),
@@ -206,14 +212,14 @@ impl Manager {
 /// `TMCommit`'s condition on `tmPrepared` in a model with `rms` RMs:
 /// `tmPrepared = RM`.
 #[cfg(not(feature = "bug-commit-without-all-prepared"))]
-fn commit_allowed(tm_prepared: &BTreeSet<usize>, rms: usize) -> bool {
-    tm_prepared.len() == rms && tm_prepared.iter().all(|rm| (1..=rms).contains(rm))
+fn commit_allowed(tm_prepared: &BTreeSet<Rm>, rms: usize) -> bool {
+    tm_prepared.len() == rms && tm_prepared.iter().all(|Rm(k)| (1..=rms).contains(k))
 }
 
 /// The seeded bug: `tmPrepared # {}`, as when a coordinator tests whether
 /// *any* participant voted yes where it should test that *all* did.
 #[cfg(feature = "bug-commit-without-all-prepared")]
-fn commit_allowed(tm_prepared: &BTreeSet<usize>, _rms: usize) -> bool {
+fn commit_allowed(tm_prepared: &BTreeSet<Rm>, _rms: usize) -> bool {
     !tm_prepared.is_empty()
 }
 
@@ -240,7 +246,7 @@ pub fn consistency(world: &World<'_, Manager>) -> Result<(), String> {
 #[cmc::invariant]
 pub fn type_ok(world: &World<'_, Manager>) -> Result<(), String> {
     let rms = 1..world.process_count();
-    let is_rm = |rm: &usize| rms.contains(rm);
+    let is_rm = |Rm(k): &Rm| rms.contains(k);
     for (k, p) in world.processes().enumerate() {
         match (k, p) {
             (0, Manager::Tm { tm_prepared, .. }) if !tm_prepared.iter().all(is_rm) => {
@@ -269,8 +275,12 @@ pub fn type_ok(world: &World<'_, Manager>) -> Result<(), String> {
 /// # Panics
 /// When `rms` is 0.
 pub fn two_phase_commit(rms: usize) -> Model<Manager> {
+    named(format!("two_phase_commit_{rms}"), rms)
+}
+
+fn named(name: String, rms: usize) -> Model<Manager> {
     assert!(rms >= 1, "the model needs at least one RM, not {rms}");
-    Model::new(format!("two_phase_commit_{rms}"), rms + 1, |k| {
+    Model::new(name, rms + 1, |k| {
         if k == 0 {
             Manager::Tm {
                 tm_state: TmState::Init,
@@ -324,4 +334,41 @@ pub fn two_phase_commit_7() -> Model<Manager> {
 #[cmc::model]
 pub fn two_phase_commit_8() -> Model<Manager> {
     two_phase_commit(8)
+}
+
+/// The model with `rms` RMs declared interchangeable: each state is counted
+/// once for all its renamings of the RMs (the orbits of
+/// [`reference::Spec::orbits`]).
+pub fn two_phase_commit_symmetric(rms: usize) -> Model<Manager> {
+    named(format!("two_phase_commit_{rms}_symmetric"), rms).interchangeable(1..=rms, Rm)
+}
+
+/// Three interchangeable RMs.
+#[cmc::model]
+pub fn two_phase_commit_3_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(3)
+}
+
+/// Four interchangeable RMs.
+#[cmc::model]
+pub fn two_phase_commit_4_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(4)
+}
+
+/// Five interchangeable RMs.
+#[cmc::model]
+pub fn two_phase_commit_5_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(5)
+}
+
+/// Six interchangeable RMs.
+#[cmc::model]
+pub fn two_phase_commit_6_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(6)
+}
+
+/// Seven interchangeable RMs.
+#[cmc::model]
+pub fn two_phase_commit_7_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(7)
 }
