@@ -57,9 +57,9 @@ pub mod registry {
 
 pub use crate::driver::trace_replay::ReplayOutcome;
 pub use crate::engine::trace::{
-    BuildInfo, CheckResult, HandlerUse, MemoryUse, PathRun, Sent, Stats, Step, StepKind, Trace,
-    Verdict, Violation, ViolationKind, ViolationRecord, DESCRIBED_STEPS, LONG_TRACE_VERSION,
-    TRACE_VERSION,
+    BuildInfo, CheckResult, HandlerUse, MemoryUse, PathRun, Sent, Stats, Step, StepKind,
+    SymmetryStats, Trace, Verdict, Violation, ViolationKind, ViolationRecord, DESCRIBED_STEPS,
+    LONG_TRACE_VERSION, TRACE_VERSION,
 };
 pub use crate::engine::CheckError;
 pub use crate::identity::rename::ProcessId;

@@ -75,6 +75,10 @@ pub(crate) struct Fingerprinter<P: Process> {
     /// The declared symmetry, when the search reduces by it: states are
     /// fingerprinted by their smallest image (see `engine::symmetry`).
     pub(crate) symmetry: Option<Symmetry>,
+    /// The smallest image computed last (under symmetry reduction).
+    pub(crate) last: Option<Canonical>,
+    /// How many smallest images were not computed exactly.
+    pub(crate) inexact: u64,
 }
 
 impl<P: Process> Fingerprinter<P> {
@@ -183,6 +187,8 @@ impl<P: Process> Fingerprinter<P> {
             sources,
             mode,
             symmetry,
+            last: None,
+            inexact: 0,
         })
     }
 
@@ -221,6 +227,8 @@ impl<P: Process> Fingerprinter<P> {
             sources: self.sources.clone(),
             mode: self.mode,
             symmetry: self.symmetry.clone(),
+            last: None,
+            inexact: 0,
         }
     }
 
@@ -257,7 +265,10 @@ impl<P: Process> Parts<'_, P> {
         cached: bool,
     ) -> Result<Fingerprint, ViolationRecord> {
         if fp.symmetry.is_some() {
-            let sum = self.canonical(fp)?.sum;
+            let canonical = self.canonical(fp)?;
+            let sum = canonical.sum;
+            fp.inexact += u64::from(!canonical.exact);
+            fp.last = Some(canonical);
             if cached {
                 self.mem.set_state_tag(state, sum);
             }
@@ -298,7 +309,10 @@ impl<P: Process> Parts<'_, P> {
         computed.clear();
         if fp.symmetry.is_some() {
             // No component is kept: the smallest image is computed whole.
-            let sum = self.canonical(fp)?.sum;
+            let canonical = self.canonical(fp)?;
+            let sum = canonical.sum;
+            fp.inexact += u64::from(!canonical.exact);
+            fp.last = Some(canonical);
             return Ok((self.finish(sum), sum));
         }
         if let Some(mut sum) = self.mem.state_tag(pre) {
@@ -487,6 +501,9 @@ pub(crate) struct Canonical {
     /// Whether every permutation that could give a smaller image was
     /// tried (else the fingerprint is that of some image).
     pub(crate) exact: bool,
+    /// The sum of the state's own components (its image under the
+    /// identity): equal for two states only if they are the same.
+    pub(crate) own: u128,
 }
 
 /// A component hashed under the identity renaming: its hash, whether it
@@ -641,15 +658,11 @@ impl<P: Process> Parts<'_, P> {
         // is (its image is the state's own) permutes nothing: the swaps
         // generate every order of the class, so all give the same image.
         let identity: Vec<usize> = (0..n).collect();
-        let mut own = None;
+        let own = self.image(sym, &hashed, &identity)?;
         let mut fixed = Vec::with_capacity(classes.len());
         for class in &classes {
             let mut same = true;
             for w in class.windows(2) {
-                let own = match own {
-                    Some(h) => h,
-                    None => *own.insert(self.image(sym, &hashed, &identity)?),
-                };
                 let mut swap = identity.clone();
                 swap.swap(w[0], w[1]);
                 if self.image(sym, &hashed, &swap)? != own {
@@ -672,6 +685,7 @@ impl<P: Process> Parts<'_, P> {
             sum,
             perm: candidates[at].clone(),
             exact,
+            own,
         })
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod symmetry;
 pub(crate) mod trace;
 mod traces;
 pub(crate) mod tree;
+pub(crate) mod twins;
 
 pub(crate) use self::crash::*;
 pub(crate) use self::divergence::*;

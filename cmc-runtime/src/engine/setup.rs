@@ -444,6 +444,16 @@ impl<'m, P: Process> Engine<'m, P> {
         parts.fingerprint(&mut self.fp, state, true)
     }
 
+    /// The smallest image computed last, under symmetry reduction.
+    pub(crate) fn last_canonical(&self) -> Option<&super::fingerprint::Canonical> {
+        self.fp.last.as_ref()
+    }
+
+    /// How many states' smallest images were not computed exactly.
+    pub(crate) fn inexact_images(&self) -> u64 {
+        self.fp.inexact
+    }
+
     /// Whether states are fingerprinted by their smallest image under the
     /// declared symmetry.
     pub(crate) fn symmetric(&self) -> bool {

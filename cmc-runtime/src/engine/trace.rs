@@ -84,6 +84,10 @@ pub enum ViolationKind {
     /// holds: the trace ends in a cycle (from [`Trace::loop_start`]) or in
     /// a state without successor.
     Liveness,
+    /// Processes declared interchangeable (`Model::interchangeable`) are
+    /// not: a state and its image under a renaming of them behave
+    /// differently, so the counts of the reduced search cannot be trusted.
+    Asymmetry,
 }
 
 impl ViolationKind {
@@ -101,6 +105,7 @@ impl ViolationKind {
             ViolationKind::ModelError => "model_error",
             ViolationKind::NeverReached => "never_reached",
             ViolationKind::Liveness => "liveness",
+            ViolationKind::Asymmetry => "asymmetry",
         }
     }
 }
@@ -212,6 +217,7 @@ impl ViolationRecord {
             ViolationKind::Leak => format!("leak in {p}"),
             ViolationKind::Nondeterminism => format!("nondeterminism in {p}"),
             ViolationKind::ModelError => format!("model error in {p}"),
+            ViolationKind::Asymmetry => "the declared symmetry does not hold".to_string(),
         }
     }
 }
@@ -613,6 +619,28 @@ pub struct Stats {
     /// resident memory (see [`MemoryUse`]).
     #[serde(default)]
     pub memory: MemoryUse,
+    /// Symmetry reduction, when the model declares interchangeable
+    /// processes and the search used them.
+    #[serde(default)]
+    pub symmetry: Option<SymmetryStats>,
+}
+
+/// What symmetry reduction did (see `Model::interchangeable`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SymmetryStats {
+    /// The processes declared interchangeable (in all groups).
+    pub processes: usize,
+    /// Successors merged with a different state of their orbit that the
+    /// search had stored (each such merge saves a state).
+    pub merged: u64,
+    /// Of those, the pairs whose behaviour was compared (the check of the
+    /// declared symmetry; see `Model::check_symmetry`).
+    pub checked: u64,
+    /// States whose smallest image was not computed exactly (too many
+    /// processes tied; their fingerprint is that of some image): an orbit
+    /// may be counted more than once.
+    pub inexact: u64,
 }
 
 /// The checker's memory by owner, in bytes, at one reading of the

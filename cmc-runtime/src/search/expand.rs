@@ -203,6 +203,7 @@ impl<P: Process> Search<'_, '_, P> {
             }
         }
         self.engine.end_expansion();
+        self.check_twins();
         self.first_keys = first_keys;
         self.events_buf = events;
     }
@@ -549,6 +550,7 @@ impl<P: Process> Search<'_, '_, P> {
                 cached = true;
             }
             if !self.visited.insert(fp) {
+                self.note_twin(item.node, &step, fp, None);
                 self.arrived_again(item, &step, fp, None);
                 return (ranges, drew);
             }
@@ -595,6 +597,7 @@ impl<P: Process> Search<'_, '_, P> {
                 e.load(succ);
             }
             if !self.visited.insert(fp) {
+                self.note_twin(item.node, &step, fp, Some(succ));
                 self.arrived_again(item, &step, fp, Some(succ));
                 return (ranges, drew);
             }
@@ -668,6 +671,9 @@ impl<P: Process> Search<'_, '_, P> {
         if let Some(sleep) = &mut self.sleep {
             let asleep = sleep.child(event, self.last_print);
             sleep.found(fp, succ, asleep);
+        }
+        if let Some(twins) = &mut self.twins {
+            twins.keep(&mut *self.engine, fp, succ, node);
         }
         self.stats.peak_frontier = self.stats.peak_frontier.max(self.frontier.len());
     }

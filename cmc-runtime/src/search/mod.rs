@@ -17,6 +17,7 @@ mod sketch;
 mod sleep;
 mod spill;
 mod transition_cache;
+mod twins;
 mod walk;
 
 use std::time::Instant;

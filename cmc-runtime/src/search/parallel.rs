@@ -435,6 +435,17 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.walks += s.walks;
         stats.liveness_transitions += s.liveness_transitions;
         stats.fingerprint = stats.fingerprint.or(s.fingerprint);
+        if let Some(w) = s.symmetry {
+            let total = stats
+                .symmetry
+                .get_or_insert(crate::engine::trace::SymmetryStats {
+                    processes: w.processes,
+                    ..Default::default()
+                });
+            total.merged += w.merged;
+            total.checked += w.checked;
+            total.inexact += w.inexact;
+        }
         if handlers.is_empty() {
             handlers = part.handlers.clone();
         } else {

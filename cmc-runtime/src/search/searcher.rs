@@ -109,6 +109,8 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// The bytes of the guided walks' table of explored states (counted
     /// as the visited set's: it is what they keep instead).
     pub(super) explored_bytes: usize,
+    /// The check of the declared symmetry, under symmetry reduction.
+    pub(super) twins: Option<super::twins::Twins>,
 }
 
 /// Fingerprints to the smallest depth their state was reached at.
@@ -778,6 +780,9 @@ pub(super) fn search<P: Process>(
         first_keys: Vec::new(),
         events_buf: Vec::new(),
         explored_bytes: 0,
+        twins: engine
+            .symmetric()
+            .then(|| super::twins::Twins::new(model.check_symmetry)),
         depths: (model.bounds.max_depth.is_some()
             && matches!(
                 model.strategy,
@@ -820,10 +825,20 @@ pub(super) fn search<P: Process>(
             search.engine.drop_table(t);
         }
     }
+    let symmetry = search.twins.take().map(|mut twins| {
+        twins.release(search.engine);
+        crate::engine::trace::SymmetryStats {
+            processes: model.symmetry.iter().map(|g| g.processes.len()).sum(),
+            merged: twins.merged,
+            checked: twins.checked,
+            inexact: search.engine.inexact_images(),
+        }
+    });
     if let Some(e) = search.fatal.take() {
         return Err(e);
     }
     let mut stats = search.stats;
+    stats.symmetry = symmetry;
     let handlers = search.engine.handler_uses();
     stats.complete = complete;
     if let Some(sleep) = &search.sleep {

@@ -34,6 +34,7 @@ mod registry;
 mod reproducible;
 mod signals;
 mod spill;
+mod symmetry;
 mod thread_start;
 mod threads;
 mod violations;

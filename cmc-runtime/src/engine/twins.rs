@@ -1,0 +1,254 @@
+//! The declared symmetry checked on two states of one orbit (*twins*): a
+//! state `s` the search kept, and a state `t` it merged with `s` because
+//! their smallest images are equal, so that `t` is `s` with the processes
+//! renamed by a permutation π. If the processes really are
+//! interchangeable, `t` behaves as `s` renamed: the invariants give the
+//! same verdicts, the handler of process π(i) is enabled in `t` exactly
+//! when that of process `i` is in `s`, and its runs reach the same orbits.
+//! A difference is reported with the permutation, the event and the first
+//! line where the two processes' states differ.
+
+use std::collections::BTreeSet;
+
+use crate::engine::next_script;
+use crate::engine::trace::ViolationRecord;
+use crate::engine::{Engine, Event, ENV};
+use crate::memory::StateId;
+use crate::model::Process;
+
+/// What a state does, for comparing twins.
+pub(crate) struct Behaviour {
+    /// The invariants' verdict: the property that failed, if any.
+    pub(crate) verdict: Option<String>,
+    /// The enabled events, each with the smallest images of its runs'
+    /// successors (a run that failed counts as the kind of its failure),
+    /// and whether a run drew randomness (whose seed is the event's, so
+    /// twins draw different values: such an event's successors are not
+    /// compared).
+    pub(crate) events: Vec<(Event, Vec<Run>, bool)>,
+}
+
+/// A run of an event: its choices, and its successor's smallest image.
+type Run = (Vec<usize>, u128);
+
+/// The smallest images of the successors of one event's runs.
+fn images(runs: &[Run]) -> BTreeSet<u128> {
+    runs.iter().map(|&(_, fp)| fp).collect()
+}
+
+/// How a run that ended without a successor counts among successors.
+const PANICKED: u128 = 1;
+const MODEL_ERROR: u128 = 2;
+
+impl<P: Process> Engine<'_, P> {
+    /// What `state` does: its invariants' verdict, and for every enabled
+    /// event every choice's successor (with random seed 0). `None` when a
+    /// run cannot be compared (it left a thread behind or failed to run).
+    pub(crate) fn behaviour(&mut self, state: StateId, node: u32) -> Option<Behaviour> {
+        self.load(state);
+        self.set_node(node);
+        let verdict = self.check_state().map(|r| r.property);
+        let events = match self.enabled() {
+            Ok(events) => events,
+            Err(record) => {
+                return Some(Behaviour {
+                    verdict: Some(format!("guards: {}", record.property)),
+                    events: Vec::new(),
+                })
+            }
+        };
+        let mut out = Vec::with_capacity(events.len());
+        for event in events {
+            let mut successors = Vec::new();
+            let mut drew = false;
+            let mut script = Vec::new();
+            loop {
+                self.load(state);
+                self.set_node(node);
+                let mut outcome = self.run(event, script.clone(), 0, false, state);
+                drew |= outcome.drew || crate::determinism::random::drew();
+                if outcome.thread_error.is_some() || outcome.global_error.is_some() {
+                    return None;
+                }
+                let ranges = std::mem::take(&mut outcome.ranges);
+                let fp = if outcome.panic.is_some() {
+                    PANICKED
+                } else if outcome.model_error.is_some() || self.take_exhaustion().is_some() {
+                    MODEL_ERROR
+                } else {
+                    let succ = self.capture();
+                    let fp = self.state_fingerprint(succ);
+                    self.release(succ);
+                    fp.map_or(PANICKED, |f| f.0)
+                };
+                successors.push((outcome.taken.clone(), fp));
+                match next_script(&ranges) {
+                    Some(next) => script = next,
+                    None => break,
+                }
+            }
+            out.push((event, successors, drew));
+        }
+        Some(Behaviour {
+            verdict,
+            events: out,
+        })
+    }
+
+    /// The difference between `s` and its twin `t` = π(`s`) (process `i`
+    /// of `s` is process `perm[i]` of `t`), if any: the message of a
+    /// violation of the declared symmetry. `s_node` is `s`'s node in the
+    /// search tree, `t_node` that of `t`'s parent.
+    pub(crate) fn twins_differ(
+        &mut self,
+        s: StateId,
+        s_node: u32,
+        t: StateId,
+        t_node: u32,
+        perm: &[usize],
+    ) -> Option<String> {
+        let a = self.behaviour(s, s_node)?;
+        let b = self.behaviour(t, t_node)?;
+        let renaming = perm
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| i != *p)
+            .map(|(i, p)| format!("{i}→{p}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let said = format!(
+            "processes declared interchangeable behave differently: a state and its image \
+             under the renaming of processes {{{renaming}}}"
+        );
+        if a.verdict != b.verdict {
+            let show = |v: &Option<String>| match v {
+                Some(p) => format!("violates `{p}`"),
+                None => "satisfies every invariant".to_string(),
+            };
+            return Some(format!(
+                "{said}: the state {}, its image {} (an invariant that names a process, or \
+                 compares identifiers by order, is not symmetric)",
+                show(&a.verdict),
+                show(&b.verdict)
+            ));
+        }
+        let map = |e: Event| Event {
+            actor: if e.actor == ENV { ENV } else { perm[e.actor] },
+            handler: e.handler,
+        };
+        for (event, ours, drew) in &a.events {
+            let image = map(*event);
+            let name = self.handler_name(*event);
+            let Some((_, theirs, drew_too)) = b.events.iter().find(|(e, ..)| *e == image) else {
+                return Some(format!(
+                    "{said}: `{name}` of {} is enabled in the state, `{name}` of {} is not in \
+                     its image",
+                    self.actor_name(event.actor),
+                    self.actor_name(image.actor),
+                ));
+            };
+            let (mine, yours) = (images(ours), images(theirs));
+            if *drew || *drew_too || mine == yours {
+                continue;
+            }
+            // A run of each side whose successor the other side has not.
+            let odd = |runs: &[Run], other: &BTreeSet<u128>| {
+                runs.iter()
+                    .find(|(_, fp)| !other.contains(fp))
+                    .map(|(script, _)| script.clone())
+            };
+            let effect_s = odd(ours, &yours).map(|c| self.effect(s, s_node, *event, &c));
+            let effect_t = odd(theirs, &mine).map(|c| self.effect(t, t_node, image, &c));
+            let shown =
+                |e: Option<String>| e.unwrap_or_else(|| "nothing the other does not".into());
+            return Some(format!(
+                "{said}: `{name}` of {} reaches {} orbit(s) from the state, `{name}` of {} \
+                 reaches {} from its image, {} of them other. From the state, {}; from its \
+                 image, {}",
+                self.actor_name(event.actor),
+                mine.len(),
+                self.actor_name(image.actor),
+                yours.len(),
+                mine.symmetric_difference(&yours).count(),
+                shown(effect_s),
+                shown(effect_t),
+            ));
+        }
+        if let Some((event, ..)) = b
+            .events
+            .iter()
+            .find(|(e, ..)| !a.events.iter().any(|(f, ..)| map(*f) == *e))
+        {
+            let name = self.handler_name(*event);
+            return Some(format!(
+                "{said}: `{name}` of {} is enabled in the image, and not in the state",
+                self.actor_name(event.actor)
+            ));
+        }
+        None
+    }
+
+    /// What the run of `event` with `choices` from `state` did: the lines
+    /// of its process's `Debug` it changed (when the model shows states,
+    /// `Model::debug_states`) and the messages it sent.
+    fn effect(&mut self, state: StateId, node: u32, event: Event, choices: &[usize]) -> String {
+        self.load(state);
+        self.set_node(node);
+        let before = self.show(event.actor);
+        let outcome = self.run(event, choices.to_vec(), 0, true, state);
+        let who = format!(
+            "`{}` of {} (choices {choices:?})",
+            self.handler_name(event),
+            self.actor_name(event.actor)
+        );
+        if let Some((message, _)) = &outcome.panic {
+            return format!("{who} panicked: {message}");
+        }
+        let after = self.show(event.actor);
+        let mut said = Vec::new();
+        if let (Some(before), Some(after)) = (before, after) {
+            // The lines between the longest common prefix and suffix.
+            let old: Vec<&str> = before.lines().map(str::trim).collect();
+            let new: Vec<&str> = after.lines().map(str::trim).collect();
+            let p = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+            let room = old.len().min(new.len()) - p;
+            let q = old
+                .iter()
+                .rev()
+                .zip(new.iter().rev())
+                .take(room)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let changed = new[p..new.len() - q].join(" ");
+            said.push(if changed.is_empty() && old.len() == new.len() {
+                "changed nothing in its state".to_string()
+            } else {
+                format!(
+                    "left `{changed}` where its state held `{}`",
+                    old[p..old.len() - q].join(" ")
+                )
+            });
+        }
+        said.push(if outcome.sent.is_empty() {
+            "sent nothing".to_string()
+        } else {
+            let sent: Vec<String> = outcome
+                .sent
+                .iter()
+                .map(|(to, m, _)| format!("{m} to {}", self.actor_name(*to)))
+                .collect();
+            format!("sent {}", sent.join(", "))
+        });
+        format!("{who} {}", said.join(" and "))
+    }
+}
+
+/// What a violation of the declared symmetry is reported as.
+pub(crate) fn asymmetry(message: String) -> ViolationRecord {
+    ViolationRecord {
+        kind: crate::engine::trace::ViolationKind::Asymmetry,
+        property: "symmetry".into(),
+        message,
+        location: None,
+    }
+}
