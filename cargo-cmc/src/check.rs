@@ -99,6 +99,17 @@ pub(crate) struct CheckArgs {
     /// is fine); with --keep-going the search goes on past violations.
     #[arg(long)]
     pub(crate) por: bool,
+    /// Where a model declares interchangeable processes
+    /// (`Model::interchangeable`): compare every state the symmetry
+    /// reduction merges with another of its orbit (their invariants'
+    /// verdicts, handlers and successors), not a sample. States compared
+    /// stay in memory.
+    #[arg(long)]
+    pub(crate) check_symmetry: bool,
+    /// Where a model declares interchangeable processes: count every
+    /// state, not one per orbit (to measure the reduction).
+    #[arg(long)]
+    pub(crate) no_symmetry: bool,
     /// Run every transition, even one whose successor the transition
     /// cache can tell is already visited (the cache changes no count;
     /// this measures what it saves).
@@ -293,6 +304,14 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.por = args.por.then_some(true);
     o.guided_walks = args.plain_walks.then_some(false);
     o.transition_cache = args.no_transition_cache.then_some(false);
+    if args.check_symmetry && args.no_symmetry {
+        anyhow::bail!(
+            "--check-symmetry checks the symmetry a reduction relies on, and --no-symmetry \
+             turns the reduction off: give one of them"
+        );
+    }
+    o.symmetry = args.no_symmetry.then_some(false);
+    o.check_symmetry = args.check_symmetry.then_some(cmc::SymmetryCheck::All);
     o.fingerprint = args.fingerprint.map(FingerprintArg::mode);
     o.width = args.fingerprint_bits.map(|b| match b {
         BitsArg::B64 => FingerprintWidth::Bits64,

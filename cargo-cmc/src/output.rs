@@ -125,8 +125,13 @@ fn describe(p: &Progress) -> String {
     } else {
         String::new()
     };
+    let symmetry = if p.symmetric > 0 {
+        format!(" symmetry: {} processes, {} merged", p.symmetric, p.merged)
+    } else {
+        String::new()
+    };
     format!(
-        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {}){disk}",
+        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {}){disk}{symmetry}",
         p.unique,
         rate,
         p.max_depth,
@@ -269,6 +274,7 @@ impl Output {
                         "violations": violations,
                         "stopped": result.stopped,
                         "fingerprint": result.stats.fingerprint.map(|m| m.name()),
+                        "symmetry": result.stats.symmetry,
                         "sources": result.sources.iter().map(|s| json!({
                             "role": s.role,
                             "type": s.type_name,
@@ -340,10 +346,32 @@ impl Output {
                 if let Some(why) = &result.stopped {
                     println!("{}: stopped early: {why}", result.model);
                 }
+                if let Some(line) = symmetry_line(result) {
+                    println!("{}: {line}", result.model);
+                }
                 println!("{}", result.summary());
             }
         }
     }
+}
+
+/// What symmetry reduction did, for people: `None` without it.
+pub(crate) fn symmetry_line(result: &CheckResult) -> Option<String> {
+    let s = result.stats.symmetry?;
+    let mut line = format!(
+        "symmetry reduction over {} interchangeable processes: one state per orbit; {} \
+         successors merged with another state of their orbit, {} of those pairs compared \
+         (--check-symmetry compares all)",
+        s.processes, s.merged, s.checked
+    );
+    if s.inexact > 0 {
+        line.push_str(&format!(
+            "; {} states had too many tied orderings and were fingerprinted by one image, not \
+             the smallest: an orbit may count more than once",
+            s.inexact
+        ));
+    }
+    Some(line)
 }
 
 /// One re-executed step of `cargo cmc replay`, for people.

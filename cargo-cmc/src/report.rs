@@ -290,6 +290,14 @@ fn header(out: &mut String, trace: &Trace) {
         trace.fingerprint_bits,
         esc(&trace.initial_fingerprint)
     );
+    if trace.symmetric {
+        out.push_str(
+            "<p class=\"symmetric\" id=\"symmetric\">Checked with symmetry reduction: \
+             states that differ only in the names of interchangeable processes counted once \
+             (the fingerprints are those of each state's smallest image); the steps are the \
+             concrete ones.</p>\n",
+        );
+    }
     let skipped = trace.skipped();
     if skipped > 0 {
         let _ = writeln!(

@@ -127,6 +127,7 @@ pub(crate) fn replay<P: Process>(
         Err(SetupFailure::Error(err)) => return Err(err),
         Err(SetupFailure::Violation(record)) => return Ok(ReplayOutcome::Reproduced(record)),
     };
+    e.set_symmetric(trace.symmetric)?;
     let mut fp = e.fresh_fingerprinter();
     let initial = match e.trace_fingerprint(&mut fp, e.initial()) {
         Ok(f) => hex(f),
@@ -483,6 +484,13 @@ pub(crate) fn replay<P: Process>(
             ReplayOutcome::NoViolation
         });
     }
+    if trace
+        .violation
+        .as_ref()
+        .is_some_and(|v| v.kind == ViolationKind::Asymmetry)
+    {
+        return twins_again(&mut e, trace, pre);
+    }
     if let Some(record) = e.check_state() {
         return Ok(ReplayOutcome::Reproduced(record));
     }
@@ -498,6 +506,77 @@ pub(crate) fn replay<P: Process>(
         }
         Ok(_) => Ok(ReplayOutcome::NoViolation),
     }
+}
+
+/// The end of the replay of a violation of the declared symmetry: the
+/// trace's last state `s` (loaded) and the state its twin path leads to
+/// are compared again (see `engine::twins`).
+fn twins_again<P: Process>(
+    e: &mut Engine<'_, P>,
+    trace: &Trace,
+    s: crate::memory::StateId,
+) -> Result<ReplayOutcome, CheckError> {
+    if !trace.symmetric || trace.twin.is_empty() {
+        return Err(CheckError::Trace(
+            "the trace records a violation of the declared symmetry without the path to the \
+             state's image: record it again"
+                .into(),
+        ));
+    }
+    let canonical = |e: &mut Engine<'_, P>, state| -> Result<_, ViolationRecord> {
+        e.load(state);
+        let mut fp = e.fresh_fingerprinter();
+        e.trace_fingerprint(&mut fp, state)?;
+        Ok(fp
+            .last
+            .take()
+            .expect("a symmetric fingerprinter keeps its image"))
+    };
+    let mine = match canonical(e, s) {
+        Ok(c) => c,
+        Err(record) => return Ok(ReplayOutcome::Reproduced(record)),
+    };
+    // The twin: its events run from the initial state.
+    let mut t = e.initial();
+    e.retain(t);
+    for run in &trace.twin {
+        let event = Event {
+            actor: run.process.unwrap_or(ENV),
+            handler: run.handler,
+        };
+        for _ in 0..run.times {
+            e.load(t);
+            let outcome = e.run(event, run.choices.clone(), run.seed, false, t);
+            if outcome.cut_short() || outcome.misfit.is_some() || outcome.global_error.is_some() {
+                e.release(t);
+                return Ok(ReplayOutcome::NoViolation);
+            }
+            let next = e.capture();
+            e.release(t);
+            t = next;
+        }
+    }
+    let theirs = match canonical(e, t) {
+        Ok(c) => c,
+        Err(record) => {
+            e.release(t);
+            return Ok(ReplayOutcome::Reproduced(record));
+        }
+    };
+    if mine.sum != theirs.sum || mine.own == theirs.own {
+        // No longer twins: the program changed.
+        e.release(t);
+        return Ok(ReplayOutcome::NoViolation);
+    }
+    let inverse = crate::engine::symmetry::inverse(&theirs.perm);
+    let perm: Vec<usize> = mine.perm.iter().map(|&slot| inverse[slot]).collect();
+    let node = e.node();
+    let differ = e.twins_differ(s, node, t, node, &perm);
+    e.release(t);
+    Ok(match differ {
+        Some(message) => ReplayOutcome::Reproduced(crate::engine::twins::asymmetry(message)),
+        None => ReplayOutcome::NoViolation,
+    })
 }
 
 /// [`replay`] in a child process: a crash, an exit or a hang at the

@@ -777,6 +777,18 @@ impl<P: Process> Parts<'_, P> {
     }
 }
 
+/// The symmetry of `model` for the sources `fp` chose.
+pub(crate) fn symmetry_of<P: Process>(
+    model: &Model<P>,
+    fp: &Fingerprinter<P>,
+) -> Result<Symmetry, CheckError> {
+    let msg = P::hash_fns()
+        .msg
+        .best()
+        .map_or(FingerprintMode::Debug, |(m, _)| m);
+    symmetry_for(model, &fp.process, &fp.shared, msg)
+}
+
 /// The symmetry the model declares, if its types can be renamed: every
 /// identifier must be hashed by a `StateHash` (a `Hash` or `Debug` writes
 /// it as a plain number).

@@ -444,6 +444,24 @@ impl<'m, P: Process> Engine<'m, P> {
         parts.fingerprint(&mut self.fp, state, true)
     }
 
+    /// Fingerprints states by their smallest images under the model's
+    /// declared symmetry, or not: as the trace being replayed was.
+    pub(crate) fn set_symmetric(&mut self, on: bool) -> Result<(), CheckError> {
+        if !on {
+            self.fp.symmetry = None;
+        } else if self.fp.symmetry.is_none() {
+            if self.model.symmetry.is_empty() {
+                return Err(CheckError::Trace(
+                    "the trace was recorded under symmetry reduction, and the model declares \
+                     no interchangeable processes now"
+                        .into(),
+                ));
+            }
+            self.fp.symmetry = Some(super::fingerprint::symmetry_of(self.model, &self.fp)?);
+        }
+        Ok(())
+    }
+
     /// The smallest image computed last, under symmetry reduction.
     pub(crate) fn last_canonical(&self) -> Option<&super::fingerprint::Canonical> {
         self.fp.last.as_ref()

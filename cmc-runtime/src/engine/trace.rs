@@ -291,6 +291,20 @@ pub struct Trace {
     /// there on repeat forever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_start: Option<usize>,
+    /// Whether the search reduced by the model's declared symmetry
+    /// (`Model::interchangeable`): the recorded fingerprints are those of
+    /// the states' smallest images, and replay computes them so.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub symmetric: bool,
+    /// For a violation of the declared symmetry: the path, as events, to
+    /// the image of the trace's last state that behaves differently.
+    /// Replay runs it and compares the two states again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub twin: Vec<PathRun>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// How the program a trace comes from was built (recorded by `cargo cmc`).
@@ -783,6 +797,10 @@ impl CheckResult {
             format!(" walks={} (unique estimated)", self.stats.walks)
         } else {
             String::new()
+        };
+        let walks = match self.stats.symmetry {
+            Some(_) => format!("{walks} (one state per orbit)"),
+            None => walks,
         };
         format!(
             "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}",

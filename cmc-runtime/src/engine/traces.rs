@@ -53,6 +53,8 @@ pub(crate) fn trace_of<P: Process>(
         handlers,
         build: None,
         loop_start: None,
+        symmetric: !model.symmetry.is_empty() && model.reduce,
+        twin: Vec::new(),
     }
 }
 

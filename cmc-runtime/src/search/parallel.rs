@@ -70,7 +70,7 @@ impl<P: Process> Search<'_, '_, P> {
                 },
             };
             if let Frontier::Stack(_) = self.frontier {
-                self.engine.truncate_tree(item.node as usize + 1);
+                self.truncate_tree(item.node as usize + 1);
             }
             self.expand(&item);
             self.engine.release(item.state);
@@ -182,6 +182,9 @@ impl<P: Process> Search<'_, '_, P> {
         let root = self.root;
         if fresh {
             e.truncate_tree(root as usize + 1);
+            if let Some(twins) = &mut self.twins {
+                twins.forget_from(root as usize + 1, e);
+            }
         }
         let mut state = e.initial();
         e.retain(state);

@@ -48,6 +48,14 @@ pub struct Progress {
     pub disk_bytes: u64,
     /// Seconds since the search started.
     pub elapsed_s: f64,
+    /// Under symmetry reduction: the interchangeable processes (0: no
+    /// reduction), and the successors merged so far with another state
+    /// of their orbit (this worker's).
+    #[serde(default)]
+    pub symmetric: usize,
+    /// See `symmetric`.
+    #[serde(default)]
+    pub merged: u64,
 }
 
 /// The resident memory of this process (RSS), in bytes, from

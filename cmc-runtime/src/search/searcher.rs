@@ -111,6 +111,9 @@ pub(super) struct Search<'e, 'm, P: Process> {
     pub(super) explored_bytes: usize,
     /// The check of the declared symmetry, under symmetry reduction.
     pub(super) twins: Option<super::twins::Twins>,
+    /// The path to the image of the next reported violation's state (a
+    /// violation of the declared symmetry), for its trace.
+    pub(super) twin_path: Vec<crate::engine::trace::PathRun>,
 }
 
 /// Fingerprints to the smallest depth their state was reached at.
@@ -382,6 +385,7 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     pub(super) fn report(&mut self, steps: Vec<RawStep>, record: ViolationRecord) {
+        let twin = std::mem::take(&mut self.twin_path);
         let key = (
             record.kind,
             record.property.clone(),
@@ -391,7 +395,8 @@ impl<P: Process> Search<'_, '_, P> {
             return;
         }
         isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
-        let trace = self.engine.build_trace(&steps, record.clone());
+        let mut trace = self.engine.build_trace(&steps, record.clone());
+        trace.twin = twin;
         let violation = Violation { record, trace };
         if isolate::isolated() {
             // Sent at once: found is kept, whatever the child does later.
@@ -501,7 +506,7 @@ impl<P: Process> Search<'_, '_, P> {
                 // Depth-first: the tree needs only the nodes up to this one
                 // (see `Tree::truncate`), so it stays as small as the
                 // stack.
-                self.engine.truncate_tree(item.node as usize + 1);
+                self.truncate_tree(item.node as usize + 1);
             }
             self.expand(&item);
             self.engine.release(item.state);
@@ -574,6 +579,17 @@ impl<P: Process> Search<'_, '_, P> {
             budget_bytes: self.budget.unwrap_or(0),
             disk_bytes: self.frontier.disk().1,
             elapsed_s: self.start.elapsed().as_secs_f64(),
+            symmetric: match &self.twins {
+                Some(_) => self
+                    .engine
+                    .model()
+                    .symmetry
+                    .iter()
+                    .map(|g| g.processes.len())
+                    .sum(),
+                None => 0,
+            },
+            merged: self.twins.as_ref().map_or(0, |t| t.merged),
         });
     }
 
@@ -783,6 +799,7 @@ pub(super) fn search<P: Process>(
         twins: engine
             .symmetric()
             .then(|| super::twins::Twins::new(model.check_symmetry)),
+        twin_path: Vec::new(),
         depths: (model.bounds.max_depth.is_some()
             && matches!(
                 model.strategy,

@@ -10,7 +10,7 @@
 //! [`KEEP_ALL`] states (their pages stay in memory) and compares every
 //! twin of them once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::engine::twins::asymmetry;
 use crate::engine::{Engine, RawStep};
@@ -47,6 +47,8 @@ struct Pending {
 /// The symmetry check's part of a search.
 pub(super) struct Twins {
     kept: HashMap<Fingerprint, Kept>,
+    /// The kept states' orbits by search-tree node.
+    by_node: BTreeMap<u32, Fingerprint>,
     /// States kept in all (`keep_cap` at most), and offered.
     keep_cap: usize,
     offered: u64,
@@ -63,6 +65,7 @@ impl Twins {
         let all = check == SymmetryCheck::All;
         Twins {
             kept: HashMap::new(),
+            by_node: BTreeMap::new(),
             keep_cap: if all { KEEP_ALL } else { KEEP_SAMPLED * 16 },
             offered: 0,
             all,
@@ -98,8 +101,23 @@ impl Twins {
             perm: c.perm.clone(),
         };
         e.retain(state);
+        self.by_node.insert(node, orbit);
         if let Some(old) = self.kept.insert(orbit, kept) {
+            self.by_node.remove(&old.node);
             e.release(old.state);
+        }
+    }
+
+    /// Forgets the states kept at search-tree nodes from `len` on (the
+    /// tree was cut back: their paths are gone).
+    pub(super) fn forget_from<P: Process>(&mut self, len: usize, e: &mut Engine<'_, P>) {
+        let Ok(len) = u32::try_from(len) else {
+            return;
+        };
+        for (_, orbit) in self.by_node.split_off(&len) {
+            if let Some(k) = self.kept.remove(&orbit) {
+                e.release(k.state);
+            }
         }
     }
 
@@ -108,6 +126,7 @@ impl Twins {
         for (_, k) in self.kept.drain() {
             e.release(k.state);
         }
+        self.by_node.clear();
         for p in self.pending.drain(..) {
             e.release(p.state);
         }
@@ -115,6 +134,15 @@ impl Twins {
 }
 
 impl<P: Process> Search<'_, '_, P> {
+    /// Cuts the search tree back to its first `len` nodes (a depth-first
+    /// search's finished subtrees), forgetting the states kept there.
+    pub(super) fn truncate_tree(&mut self, len: usize) {
+        self.engine.truncate_tree(len);
+        if let Some(twins) = &mut self.twins {
+            twins.forget_from(len, self.engine);
+        }
+    }
+
     /// The loaded successor of `parent` by `step`, whose orbit `orbit` was
     /// visited already (`captured`: the successor, if captured): if it is
     /// a twin of a kept state, it is kept for comparison after the
@@ -199,6 +227,9 @@ impl<P: Process> Search<'_, '_, P> {
                     e.actor_name(p.step.event.actor)
                 );
                 let steps = self.engine.path(s_node);
+                let mut twin = self.engine.path(p.parent);
+                twin.push(p.step.clone());
+                self.twin_path = crate::engine::runs_of(&twin);
                 self.report(steps, asymmetry(reached));
                 if !self.engine.model().keep_going {
                     self.halted = true;

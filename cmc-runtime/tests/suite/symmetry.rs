@@ -369,6 +369,66 @@ fn asymmetry(model: Model<Peer>) -> String {
     v.record.message.clone()
 }
 
+/// Every exhaustive order, and two workers, count the same orbits.
+#[test]
+fn every_search_order_counts_the_orbits() {
+    let (_, orbits) = reference(3, false, Rule::Always);
+    for strategy in [
+        cmc::Strategy::Dfs,
+        cmc::Strategy::Random,
+        cmc::Strategy::Bfs,
+    ] {
+        let r = symmetric(3, false, Rule::Always)
+            .strategy(strategy)
+            .check()
+            .unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{strategy:?}");
+        assert_eq!(r.stats.unique as usize, orbits, "{strategy:?}");
+    }
+    let r = symmetric(3, false, Rule::Always)
+        .jobs(2)
+        .check_isolated()
+        .unwrap();
+    assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+    assert_eq!(r.stats.unique as usize, orbits, "two workers");
+    assert!(r.stats.symmetry.is_some_and(|s| s.merged > 0), "{r:?}");
+}
+
+/// A violation of the declared symmetry replays: its trace leads to the
+/// state, and carries the path to the image that behaves otherwise.
+#[test]
+fn a_violation_of_the_symmetry_replays() {
+    let r = symmetric(3, false, Rule::LeaderAnswers).check().unwrap();
+    let v = &r.violations[0];
+    assert_eq!(v.record.kind, ViolationKind::Asymmetry);
+    assert!(
+        v.trace.symmetric && !v.trace.twin.is_empty(),
+        "{:?}",
+        v.trace
+    );
+    let trace = cmc::Trace::from_json(&v.trace.to_json()).unwrap();
+    match symmetric(3, false, Rule::LeaderAnswers)
+        .replay(&trace)
+        .unwrap()
+    {
+        cmc::ReplayOutcome::Reproduced(record) => {
+            assert_eq!(record.kind, ViolationKind::Asymmetry);
+            assert!(
+                v.record.message.starts_with(&record.message),
+                "{} / {}",
+                record.message,
+                v.record.message
+            );
+        }
+        other => panic!("the asymmetry did not replay: {other:?}"),
+    }
+    // Fixed (every node answers), the two states behave alike.
+    match symmetric(3, false, Rule::Always).replay(&trace).unwrap() {
+        cmc::ReplayOutcome::NoViolation => {}
+        other => panic!("the fixed model still differs: {other:?}"),
+    }
+}
+
 #[test]
 fn a_hard_coded_leader_is_reported() {
     let message = asymmetry(symmetric(3, false, Rule::LeaderAnswers));
