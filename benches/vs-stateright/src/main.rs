@@ -28,6 +28,14 @@
 //! which leaves out what each process holds whatever it searches (its
 //! code, its libraries, its start-up).
 //!
+//! # `symmetry`: stateright's `.symmetry()` against cmc's
+//!
+//! ```sh
+//! cargo run --release --manifest-path benches/vs-stateright/Cargo.toml -- symmetry
+//! ```
+//!
+//! See [`symmetry`].
+//!
 //! # `jobs`: the speed-up on several cores
 //!
 //! ```sh
@@ -112,9 +120,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use stateright::{Checker, Model, Property};
+use stateright::{Checker, Model, Property, Representative, Rewrite, RewritePlan};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum RmState {
     Working,
     Prepared,
@@ -227,6 +235,34 @@ impl Model for TwoPhase {
         vec![Property::always("consistency", |_, s: &State| {
             !(s.rm_state.contains(&RmState::Committed) && s.rm_state.contains(&RmState::Aborted))
         })]
+    }
+}
+
+/// stateright's symmetry reduction as its own two-phase commit example
+/// writes it: the RMs sorted by their states, their indices rewritten in
+/// `tmPrepared` and the messages.
+impl Representative for State {
+    fn representative(&self) -> Self {
+        let plan = RewritePlan::<usize, _>::from_values_to_sort(&self.rm_state);
+        State {
+            rm_state: plan.reindex(&self.rm_state),
+            tm_state: self.tm_state,
+            tm_prepared: self.tm_prepared.iter().map(|rm| plan.rewrite(rm)).collect(),
+            msgs: self
+                .msgs
+                .iter()
+                .map(|m| match m {
+                    Message::Prepared(rm) => Message::Prepared(plan.rewrite(rm)),
+                    other => *other,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl<T> Rewrite<T> for RmState {
+    fn rewrite<S>(&self, _: &RewritePlan<T, S>) -> Self {
+        *self
     }
 }
 
@@ -356,8 +392,13 @@ fn try_cargo_cmc(manifest: &Path, args: &[&str]) -> Result<(Duration, String), S
 }
 
 fn cmc(rms: usize, bfs: bool) -> (Duration, usize, u64) {
+    cmc_model(&format!("two_phase_commit::two_phase_commit_{rms}"), bfs)
+}
+
+/// [`cmc`] on the model at `model`.
+fn cmc_model(model: &str, bfs: bool) -> (Duration, usize, u64) {
     let (overhead, _) = cargo_cmc(&["list"]);
-    let model = format!("two_phase_commit::two_phase_commit_{rms}");
+    let model = model.to_string();
     let strategy = if bfs { "bfs" } else { "dfs" };
     let (took, stdout) = cargo_cmc(&[
         "check",
@@ -414,6 +455,21 @@ fn main() {
         let start = std::time::Instant::now();
         let unique = stateright_threads(rms, args[3] == "bfs", threads);
         println!("{} {unique}", start.elapsed().as_secs_f64());
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("--stateright-sym") {
+        let rms = args[2].parse().expect("a number of RMs");
+        let before = cpu(libc::RUSAGE_SELF);
+        let checker = TwoPhase { rms }.checker().symmetry().spawn_dfs().join();
+        checker.assert_properties();
+        let unique = checker.unique_state_count();
+        println!("{} {unique}", (cpu(libc::RUSAGE_SELF) - before).as_secs_f64());
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("symmetry") {
+        if !symmetry(runs()) {
+            std::process::exit(1);
+        }
         return;
     }
     if args.get(1).map(String::as_str) == Some("jobs") {
@@ -513,6 +569,58 @@ fn main() {
     if !same {
         std::process::exit(1);
     }
+}
+
+/// Symmetry reduction on two-phase commit with `CMC_VS_N` RMs (default
+/// 5,7,8; the models go up to 10): stateright's `.symmetry()` (depth-first, its only search with
+/// it; a representative that sorts the RMs by state) against cmc's
+/// `_symmetric` models (the RMs declared interchangeable; depth-first and
+/// breadth-first), one worker each, median CPU time of `runs`. One line per
+/// count and strategy:
+/// `bench vs_stateright_symmetry n=5 strategy=dfs unique_without=8832 stateright_unique=665 cmc_unique=314 stateright_cpu_s=… cmc_cpu_s=… ratio=… stateright_bytes_per_state=… cmc_bytes_per_state=…`
+/// (ratio: cmc's CPU time over stateright's). False when cmc counts more
+/// states than stateright (its orbits are exact; stateright's sort is not).
+fn symmetry(runs: usize) -> bool {
+    let ns: Vec<usize> = std::env::var("CMC_VS_N")
+        .unwrap_or_else(|_| "5,7,8".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("CMC_VS_N: numbers"))
+        .collect();
+    let _ = cargo_cmc(&["list"]);
+    let mut ok = true;
+    for &n in &ns {
+        let without = stateright(n, false).1;
+        for bfs in [false, true] {
+            let (mut sr, mut cm) = (Vec::new(), Vec::new());
+            let (mut counts, mut peaks) = ((0, 0), (0, 0));
+            for _ in 0..runs {
+                let (t, text, peak) = child(&["--stateright-sym", &n.to_string()]);
+                sr.push(t);
+                counts.0 = word(&text, 1);
+                peaks.0 = peak;
+                let model = format!("two_phase_commit::two_phase_commit_{n}_symmetric");
+                let (t, u, m) = cmc_model(&model, bfs);
+                cm.push(t);
+                counts.1 = u;
+                peaks.1 = m;
+            }
+            let (s, c) = (median(sr), median(cm));
+            ok &= counts.1 <= counts.0;
+            let per_state = |bytes: u64, unique: usize| bytes / unique.max(1) as u64;
+            println!(
+                "bench vs_stateright_symmetry n={n} strategy={} unique_without={without} stateright_unique={} cmc_unique={} stateright_cpu_s={:.3} cmc_cpu_s={:.3} ratio={:.2} stateright_bytes_per_state={} cmc_bytes_per_state={}",
+                if bfs { "bfs" } else { "dfs" },
+                counts.0,
+                counts.1,
+                s.as_secs_f64(),
+                c.as_secs_f64(),
+                c.as_secs_f64() / s.as_secs_f64().max(1e-9),
+                per_state(peaks.0, counts.0),
+                per_state(peaks.1, counts.1),
+            );
+        }
+    }
+    ok
 }
 
 /// cmc's wall-clock search time and unique count on `jobs` workers.

@@ -372,3 +372,15 @@ pub fn two_phase_commit_6_symmetric() -> Model<Manager> {
 pub fn two_phase_commit_7_symmetric() -> Model<Manager> {
     two_phase_commit_symmetric(7)
 }
+
+/// Eight interchangeable RMs (for the comparison with stateright).
+#[cmc::model]
+pub fn two_phase_commit_8_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(8)
+}
+
+/// Ten interchangeable RMs (for the comparison with stateright).
+#[cmc::model]
+pub fn two_phase_commit_10_symmetric() -> Model<Manager> {
+    two_phase_commit_symmetric(10)
+}

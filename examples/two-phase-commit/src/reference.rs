@@ -285,6 +285,43 @@ impl Spec {
         seen.len()
     }
 
+    /// The same number a third way, fast for many RMs: an RM appears in a
+    /// state only through its own `rmState`, its membership of
+    /// `tmPrepared` and its Prepared message, so two states are renamings
+    /// of each other exactly when the rest of the state is equal and the
+    /// multisets of those per-RM profiles are.
+    pub fn orbits_by_profile(&self) -> usize {
+        let key = |s: &State| {
+            let mut profiles: Vec<(RmState, bool, bool)> = (0..self.rms)
+                .map(|rm| {
+                    (
+                        s.rm_state[rm],
+                        s.tm_prepared.contains(&rm),
+                        s.msgs.contains(&Message::Prepared(rm)),
+                    )
+                })
+                .collect();
+            profiles.sort_by_key(|&(state, a, b)| (state as u8, a, b));
+            let rest = (
+                s.tm_state,
+                s.msgs.contains(&Message::Commit),
+                s.msgs.contains(&Message::Abort),
+            );
+            (profiles, rest)
+        };
+        let init = self.init();
+        let mut seen = HashSet::from([key(&init)]);
+        let mut queue = VecDeque::from([init]);
+        while let Some(s) = queue.pop_front() {
+            for t in self.next(&s) {
+                if seen.insert(key(&t)) {
+                    queue.push_back(t);
+                }
+            }
+        }
+        seen.len()
+    }
+
     /// The same number the other way: every reachable state, grouped by
     /// its orbit key.
     pub fn orbits_of_all_states(&self) -> usize {
@@ -323,6 +360,7 @@ mod tests {
         for rms in 1..=5 {
             let spec = Spec::new(rms, CommitGuard::AllPrepared);
             assert_eq!(spec.orbits(), spec.orbits_of_all_states(), "{rms} RMs");
+            assert_eq!(spec.orbits(), spec.orbits_by_profile(), "{rms} RMs");
         }
         // One RM: nothing to rename.
         assert_eq!(

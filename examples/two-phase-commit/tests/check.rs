@@ -293,13 +293,24 @@ mod spec {
         }
     }
 
-    /// Seven RMs: 296,448 states, 920 orbits (the reference's count,
-    /// `reference_orbits_of_seven_rms`; too slow for every test run).
+    /// Seven, eight and ten RMs (296,448, 1,745,408 and 61,515,776
+    /// states): the orbits counted by RM profiles (`orbits_by_profile`,
+    /// which agrees with the smallest `Debug` image up to five RMs), and
+    /// every image computed exactly.
     #[test]
-    fn seven_symmetric_rms_count_the_orbits() {
-        let r = check_bfs(two_phase_commit::two_phase_commit_7_symmetric());
-        assert_eq!(r.verdict, Verdict::Pass);
-        assert_eq!(r.stats.unique, 920);
+    fn many_symmetric_rms_count_the_orbits() {
+        for (rms, model) in [
+            (7, two_phase_commit::two_phase_commit_7_symmetric()),
+            (8, two_phase_commit::two_phase_commit_8_symmetric()),
+            (10, two_phase_commit::two_phase_commit_10_symmetric()),
+        ] {
+            let orbits = Spec::new(rms, CommitGuard::AllPrepared).orbits_by_profile();
+            let r = check_bfs(model);
+            assert_eq!(r.verdict, Verdict::Pass, "{rms} RMs");
+            assert_eq!(r.stats.unique as usize, orbits, "{rms} RMs");
+            assert_eq!(r.stats.symmetry.map(|s| s.inexact), Some(0), "{rms} RMs");
+        }
+        assert_eq!(Spec::new(7, CommitGuard::AllPrepared).orbits_by_profile(), 920);
     }
 
     #[test]
