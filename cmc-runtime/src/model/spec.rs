@@ -328,7 +328,7 @@ impl<P: Process> Model<P> {
     ///
     /// # Panics
     /// When a group has fewer than two processes or names one twice.
-    pub fn interchangeable<I: crate::ProcessId>(
+    pub fn interchangeable<I: crate::identity::rename::ProcessId>(
         mut self,
         processes: impl IntoIterator<Item = usize>,
         id: impl Fn(usize) -> I,

@@ -929,6 +929,118 @@ impl<P: Process> Search<'_, '_, P> {
     }
 }
 
+// The symmetry check (see `twins`): twins noted as they are generated,
+// compared after the expansion.
+impl<P: Process> Search<'_, '_, P> {
+    /// Cuts the search tree back to its first `len` nodes (a depth-first
+    /// search's finished subtrees), forgetting the states kept there.
+    pub(super) fn truncate_tree(&mut self, len: usize) {
+        self.engine.truncate_tree(len);
+        if let Some(twins) = &mut self.twins {
+            twins.forget_from(len, self.engine);
+        }
+    }
+
+    /// The loaded successor of `parent` by `step`, whose orbit `orbit` was
+    /// visited already (`captured`: the successor, if captured): if it is
+    /// a twin of a kept state, it is kept for comparison after the
+    /// expansion.
+    pub(super) fn note_twin(
+        &mut self,
+        parent: u32,
+        step: &RawStep,
+        orbit: Fingerprint,
+        captured: Option<StateId>,
+    ) {
+        let Some(twins) = &mut self.twins else {
+            return;
+        };
+        let e = &mut *self.engine;
+        let Some(c) = e.last_canonical() else {
+            return;
+        };
+        let Some(kept) = twins.kept.get(&orbit) else {
+            return;
+        };
+        if kept.own == c.own {
+            return;
+        }
+        twins.merged += 1;
+        let sampled = twins.all
+            || twins.merged <= super::twins::CHECK_SAMPLED
+            || twins.merged % super::twins::SAMPLE_EVERY == 0;
+        if !sampled || !twins.compared.insert((orbit, c.own)) {
+            return;
+        }
+        let perm = c.perm.clone();
+        let state = match captured {
+            Some(s) => {
+                e.retain(s);
+                s
+            }
+            None => {
+                let s = e.capture();
+                e.tag_computed(s);
+                s
+            }
+        };
+        twins.pending.push(super::twins::Pending {
+            orbit,
+            state,
+            parent,
+            step: step.clone(),
+            perm,
+        });
+    }
+
+    /// Compares the twins found by the last expansion with their kept
+    /// states; a difference is a violation of the declared symmetry.
+    pub(super) fn check_twins(&mut self) {
+        let Some(twins) = &mut self.twins else {
+            return;
+        };
+        let pending = std::mem::take(&mut twins.pending);
+        for p in pending {
+            let twins = self.twins.as_mut().expect("twins are on");
+            let Some(kept) = twins.kept.get(&p.orbit) else {
+                self.engine.release(p.state);
+                continue;
+            };
+            twins.checked += 1;
+            // s's process i is at slot kept.perm[i] of the smallest image,
+            // t's process j at slot p.perm[j]: i is j where they meet.
+            let inverse = crate::engine::symmetry::inverse(&p.perm);
+            let perm: Vec<usize> = kept.perm.iter().map(|&slot| inverse[slot]).collect();
+            let (s, s_node) = (kept.state, kept.node);
+            let differ = self
+                .engine
+                .twins_differ(s, s_node, p.state, p.parent, &perm);
+            self.engine.release(p.state);
+            if let Some(message) = differ {
+                let e = &*self.engine;
+                let reached = format!(
+                    "{}. The image was reached by `{}` of {} from another state; the counts \
+                     of this search cannot be trusted (the trace leads to the state)",
+                    message,
+                    e.handler_name(p.step.event),
+                    e.actor_name(p.step.event.actor)
+                );
+                let steps = self.engine.path(s_node);
+                let mut twin = self.engine.path(p.parent);
+                twin.push(p.step.clone());
+                self.twin_path = crate::engine::runs_of(&twin);
+                self.report(steps, crate::engine::twins::asymmetry(reached));
+                if !self.engine.model().keep_going {
+                    self.halted = true;
+                }
+            }
+            if self.stop_requested() {
+                break;
+            }
+        }
+    }
+}
+
 /// How many states of a search have their guards evaluated twice, all
 /// (the first [`GUARD_SAMPLE_ALL`]), then one in [`GUARD_SAMPLE_EVERY`].
 const GUARD_SAMPLE_ALL: u64 = 4096;

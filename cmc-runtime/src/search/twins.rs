@@ -1,7 +1,8 @@
 //! The check of a declared symmetry during a search: states kept when they
 //! enter the visited set, and successors merged with a kept state of
 //! their orbit that is not them (*twins*), compared after the expansion
-//! that generated them (see `engine::twins`).
+//! that generated them (see `engine::twins`; the search's side of it is
+//! in `expand.rs`).
 //!
 //! By default a sample: the first [`KEEP_SAMPLED`] states are kept, then
 //! one in [`SAMPLE_EVERY`], and the first [`CHECK_SAMPLED`] twin pairs are
@@ -13,50 +14,47 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::engine::twins::asymmetry;
 use crate::engine::{Engine, RawStep};
 use crate::memory::{Fingerprint, StateId};
 use crate::model::{Process, SymmetryCheck};
 
-use super::searcher::Search;
-
 const KEEP_SAMPLED: usize = 4096;
-const CHECK_SAMPLED: u64 = 256;
-const SAMPLE_EVERY: u64 = 64;
+pub(super) const CHECK_SAMPLED: u64 = 256;
+pub(super) const SAMPLE_EVERY: u64 = 64;
 const KEEP_ALL: usize = 1 << 22;
 
 /// A state kept for comparison with its twins.
-struct Kept {
+pub(super) struct Kept {
     /// The sum of its own components (its identity, not its orbit's).
-    own: u128,
-    state: StateId,
-    node: u32,
+    pub(super) own: u128,
+    pub(super) state: StateId,
+    pub(super) node: u32,
     /// Its process `i` is at slot `perm[i]` of its orbit's smallest image.
-    perm: Vec<usize>,
+    pub(super) perm: Vec<usize>,
 }
 
 /// A twin waiting for the end of the expansion that generated it.
-struct Pending {
-    orbit: Fingerprint,
-    state: StateId,
+pub(super) struct Pending {
+    pub(super) orbit: Fingerprint,
+    pub(super) state: StateId,
     /// Its parent's node and the step from there.
-    parent: u32,
-    step: RawStep,
-    perm: Vec<usize>,
+    pub(super) parent: u32,
+    pub(super) step: RawStep,
+    pub(super) perm: Vec<usize>,
 }
 
 /// The symmetry check's part of a search.
 pub(super) struct Twins {
-    kept: HashMap<Fingerprint, Kept>,
+    pub(super) kept: HashMap<Fingerprint, Kept>,
     /// The kept states' orbits by search-tree node.
     by_node: BTreeMap<u32, Fingerprint>,
     /// States kept in all (`keep_cap` at most), and offered.
     keep_cap: usize,
     offered: u64,
     /// Whether every twin is compared, or a sample.
-    all: bool,
-    compared: HashSet<(Fingerprint, u128)>,
-    pending: Vec<Pending>,
+    pub(super) all: bool,
+    pub(super) compared: HashSet<(Fingerprint, u128)>,
+    pub(super) pending: Vec<Pending>,
     pub(super) merged: u64,
     pub(super) checked: u64,
 }
@@ -136,115 +134,6 @@ impl Twins {
         self.by_node.clear();
         for p in self.pending.drain(..) {
             e.release(p.state);
-        }
-    }
-}
-
-impl<P: Process> Search<'_, '_, P> {
-    /// Cuts the search tree back to its first `len` nodes (a depth-first
-    /// search's finished subtrees), forgetting the states kept there.
-    pub(super) fn truncate_tree(&mut self, len: usize) {
-        self.engine.truncate_tree(len);
-        if let Some(twins) = &mut self.twins {
-            twins.forget_from(len, self.engine);
-        }
-    }
-
-    /// The loaded successor of `parent` by `step`, whose orbit `orbit` was
-    /// visited already (`captured`: the successor, if captured): if it is
-    /// a twin of a kept state, it is kept for comparison after the
-    /// expansion.
-    pub(super) fn note_twin(
-        &mut self,
-        parent: u32,
-        step: &RawStep,
-        orbit: Fingerprint,
-        captured: Option<StateId>,
-    ) {
-        let Some(twins) = &mut self.twins else {
-            return;
-        };
-        let e = &mut *self.engine;
-        let Some(c) = e.last_canonical() else {
-            return;
-        };
-        let Some(kept) = twins.kept.get(&orbit) else {
-            return;
-        };
-        if kept.own == c.own {
-            return;
-        }
-        twins.merged += 1;
-        let sampled =
-            twins.all || twins.merged <= CHECK_SAMPLED || twins.merged % SAMPLE_EVERY == 0;
-        if !sampled || !twins.compared.insert((orbit, c.own)) {
-            return;
-        }
-        let perm = c.perm.clone();
-        let state = match captured {
-            Some(s) => {
-                e.retain(s);
-                s
-            }
-            None => {
-                let s = e.capture();
-                e.tag_computed(s);
-                s
-            }
-        };
-        twins.pending.push(Pending {
-            orbit,
-            state,
-            parent,
-            step: step.clone(),
-            perm,
-        });
-    }
-
-    /// Compares the twins found by the last expansion with their kept
-    /// states; a difference is a violation of the declared symmetry.
-    pub(super) fn check_twins(&mut self) {
-        let Some(twins) = &mut self.twins else {
-            return;
-        };
-        let pending = std::mem::take(&mut twins.pending);
-        for p in pending {
-            let twins = self.twins.as_mut().expect("twins are on");
-            let Some(kept) = twins.kept.get(&p.orbit) else {
-                self.engine.release(p.state);
-                continue;
-            };
-            twins.checked += 1;
-            // s's process i is at slot kept.perm[i] of the smallest image,
-            // t's process j at slot p.perm[j]: i is j where they meet.
-            let inverse = crate::engine::symmetry::inverse(&p.perm);
-            let perm: Vec<usize> = kept.perm.iter().map(|&slot| inverse[slot]).collect();
-            let (s, s_node) = (kept.state, kept.node);
-            let differ = self
-                .engine
-                .twins_differ(s, s_node, p.state, p.parent, &perm);
-            self.engine.release(p.state);
-            if let Some(message) = differ {
-                let e = &*self.engine;
-                let reached = format!(
-                    "{}. The image was reached by `{}` of {} from another state; the counts \
-                     of this search cannot be trusted (the trace leads to the state)",
-                    message,
-                    e.handler_name(p.step.event),
-                    e.actor_name(p.step.event.actor)
-                );
-                let steps = self.engine.path(s_node);
-                let mut twin = self.engine.path(p.parent);
-                twin.push(p.step.clone());
-                self.twin_path = crate::engine::runs_of(&twin);
-                self.report(steps, asymmetry(reached));
-                if !self.engine.model().keep_going {
-                    self.halted = true;
-                }
-            }
-            if self.stop_requested() {
-                break;
-            }
         }
     }
 }

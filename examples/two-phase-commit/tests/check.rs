@@ -310,7 +310,10 @@ mod spec {
             assert_eq!(r.stats.unique as usize, orbits, "{rms} RMs");
             assert_eq!(r.stats.symmetry.map(|s| s.inexact), Some(0), "{rms} RMs");
         }
-        assert_eq!(Spec::new(7, CommitGuard::AllPrepared).orbits_by_profile(), 920);
+        assert_eq!(
+            Spec::new(7, CommitGuard::AllPrepared).orbits_by_profile(),
+            920
+        );
     }
 
     #[test]
