@@ -35,6 +35,16 @@ impl StateHasher {
     pub fn write_process_id(&mut self, id: u64) {
         self.0.word(rename(id))
     }
+
+    /// Whether process identifiers are being renamed (the search reduces
+    /// by a declared symmetry): a type that holds identifiers in a form
+    /// the renaming cannot see — a packet's bytes, process indices — hashes
+    /// them as identifiers then (its decoded message; the identifiers of
+    /// those processes), and as it always did otherwise.
+    #[inline]
+    pub fn renaming(&self) -> bool {
+        active()
+    }
 }
 
 /// A type that names processes: `#[derive(cmc::ProcessId)]` on a newtype

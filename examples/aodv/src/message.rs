@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// An IPv4 address.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::StateHash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::ProcessId)]
 pub struct Addr(pub u32);
 
 impl Addr {
@@ -29,7 +29,7 @@ impl fmt::Display for Addr {
 }
 
 /// Route Request (§5.1, type 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, cmc::StateHash)]
 pub struct Rreq {
     /// J: join flag (multicast; carried, not used).
     pub join: bool,
@@ -56,7 +56,7 @@ pub struct Rreq {
 }
 
 /// Route Reply (§5.2, type 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, cmc::StateHash)]
 pub struct Rrep {
     /// R: repair flag (multicast; carried, not used).
     pub repair: bool,
@@ -78,7 +78,7 @@ pub struct Rrep {
 }
 
 /// Route Error (§5.3, type 3).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, cmc::StateHash)]
 pub struct Rerr {
     /// N: no delete (local repair in progress).
     pub no_delete: bool,
@@ -88,7 +88,7 @@ pub struct Rerr {
 }
 
 /// An AODV control message.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, cmc::StateHash)]
 pub enum Message {
     /// Route Request.
     Rreq(Rreq),

@@ -36,8 +36,50 @@ pub fn index_of(a: Addr) -> usize {
 
 /// A packet in flight: the encoded message. Its `Debug` decodes it for
 /// traces; its identity is its bytes.
-#[derive(Clone, cmc::StateHash)]
+#[derive(Clone)]
 pub struct Packet(pub Vec<u8>);
+
+/// A packet is its bytes; under symmetry reduction, the message they
+/// encode, whose addresses are renamed with the nodes (bytes that are not
+/// the canonical encoding of a message stay bytes).
+impl cmc::StateHash for Packet {
+    fn state_hash(&self, h: &mut cmc::StateHasher) {
+        if h.renaming() {
+            if let Some(m) = Message::decode(&self.0)
+                .ok()
+                .filter(|m| m.encode() == self.0)
+            {
+                std::hash::Hasher::write_u8(h, 1);
+                return m.state_hash(h);
+            }
+            std::hash::Hasher::write_u8(h, 0);
+        }
+        self.0.state_hash(h)
+    }
+}
+
+/// Nodes by index (a node's neighbours, the destinations it looks for,
+/// the links that may break): the indices, or under symmetry reduction the
+/// set of the nodes' addresses, renamed with them.
+#[derive(Clone, Debug)]
+struct Peers(Vec<usize>);
+
+impl cmc::StateHash for Peers {
+    fn state_hash(&self, h: &mut cmc::StateHasher) {
+        if h.renaming() {
+            let addrs: BTreeSet<Addr> = self.0.iter().map(|&j| addr_of(j)).collect();
+            return addrs.state_hash(h);
+        }
+        self.0.state_hash(h)
+    }
+}
+
+impl std::ops::Deref for Peers {
+    type Target = Vec<usize>;
+    fn deref(&self) -> &Vec<usize> {
+        &self.0
+    }
+}
 
 impl fmt::Debug for Packet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -157,11 +199,11 @@ pub struct AodvNode {
     timers: BTreeSet<Timer>,
     nodes: usize,
     /// The neighbours, by index.
-    neighbours: Vec<usize>,
+    neighbours: Peers,
     /// The nodes this node may look for a route to, by index.
-    wants: Vec<usize>,
+    wants: Peers,
     /// The neighbours whose link may break, by index.
-    breakable: Vec<usize>,
+    breakable: Peers,
     /// Whether the node may reboot.
     reboots: bool,
     /// Whether valid routes may expire.
@@ -201,17 +243,24 @@ impl AodvNode {
             node: Node::new(addr_of(i), config),
             timers: BTreeSet::new(),
             nodes,
-            neighbours: (0..nodes)
-                .filter(|&j| b.topology.linked(i, j, nodes))
-                .collect(),
-            wants: (0..nodes)
-                .filter(|&j| j != i && b.flows.is_none_or(|f| f.contains(&(i, j))))
-                .collect(),
-            breakable: (0..nodes)
-                .filter(|&j| {
-                    b.topology.linked(i, j, nodes) && b.breaks.is_none_or(|l| l.contains(&(i, j)))
-                })
-                .collect(),
+            neighbours: Peers(
+                (0..nodes)
+                    .filter(|&j| b.topology.linked(i, j, nodes))
+                    .collect(),
+            ),
+            wants: Peers(
+                (0..nodes)
+                    .filter(|&j| j != i && b.flows.is_none_or(|f| f.contains(&(i, j))))
+                    .collect(),
+            ),
+            breakable: Peers(
+                (0..nodes)
+                    .filter(|&j| {
+                        b.topology.linked(i, j, nodes)
+                            && b.breaks.is_none_or(|l| l.contains(&(i, j)))
+                    })
+                    .collect(),
+            ),
             reboots: b.reboots,
             expiry: b.expiry,
             garbling: b.garbling,
@@ -869,6 +918,17 @@ pub fn aodv_3_nodes() -> Model<AodvNode> {
 }
 
 /// Four nodes, to depth 7.
+/// `aodv_3_nodes` with the nodes declared interchangeable: in a full mesh
+/// where every node may look for every other, a state and its renamings of
+/// the nodes (addresses renamed everywhere: tables, timers, packets, the
+/// shared next hops) are counted once, and the declaration is checked.
+#[cmc::model]
+pub fn aodv_3_symmetric() -> Model<AodvNode> {
+    aodv("aodv_3_symmetric", SMALL)
+        .max_depth(10)
+        .interchangeable(0..3, addr_of)
+}
+
 #[cmc::model]
 pub fn aodv_4_nodes() -> Model<AodvNode> {
     aodv("aodv_4_nodes", Bounds { nodes: 4, ..SMALL }).max_depth(7)
