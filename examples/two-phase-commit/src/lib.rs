@@ -45,8 +45,10 @@ pub enum TmState {
 /// compared for equality and kept in sets, so the RMs are interchangeable:
 /// the `_symmetric` models declare it, and count each state once for all
 /// its renamings of the RMs.
+// ANCHOR: rm
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, cmc::ProcessId)]
 pub struct Rm(pub usize);
+// ANCHOR_END: rm
 
 /// The spec's `msgs`: every message ever sent. Messages are never removed;
 /// an action that an implementation would trigger by receiving a message is
@@ -339,9 +341,11 @@ pub fn two_phase_commit_8() -> Model<Manager> {
 /// The model with `rms` RMs declared interchangeable: each state is counted
 /// once for all its renamings of the RMs (the orbits of
 /// [`reference::Spec::orbits`]).
+// ANCHOR: symmetric
 pub fn two_phase_commit_symmetric(rms: usize) -> Model<Manager> {
     named(format!("two_phase_commit_{rms}_symmetric"), rms).interchangeable(1..=rms, Rm)
 }
+// ANCHOR_END: symmetric
 
 /// Three interchangeable RMs.
 #[cmc::model]
