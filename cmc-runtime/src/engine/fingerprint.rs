@@ -616,8 +616,10 @@ impl<P: Process> Parts<'_, P> {
             colours[p as usize] = colours[p as usize].wrapping_add(term(3, 0, u128::from(name)));
         }
         let named = procs.iter().chain(&msgs).any(|p| p.named) || shared.named;
-        if named {
-            // Refine the colours by where each identifier appears.
+        let tied = |colours: &[u128]| sym.classes(colours).iter().any(|c| c.len() > 1);
+        if named && tied(&colours) {
+            // Refine the colours by where each identifier appears (where
+            // they tie: whether they do is the same for every image).
             for (p, singled) in sym.singled() {
                 let mut seen = 0u128;
                 for (i, part) in procs.iter().enumerate() {
@@ -715,7 +717,9 @@ impl<P: Process> Parts<'_, P> {
         let n = self.roots.len();
         // SAFETY: the environment root is live in every state.
         let env = unsafe { &*self.env };
-        let renaming = hashed.named.then(|| sym.renaming(perm));
+        // Under the identity the components are those already hashed.
+        let moved = perm.iter().enumerate().any(|(i, &p)| i != p);
+        let renaming = (hashed.named && moved).then(|| sym.renaming(perm));
         let renamed = |part: &Part| renaming.as_ref().filter(|_| part.named);
         let mut sum = 0u128;
         for (i, part) in hashed.procs.iter().enumerate() {
