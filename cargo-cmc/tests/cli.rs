@@ -285,6 +285,7 @@ fn the_json_result_object_has_every_promised_field() {
             "violations",
             "stopped",
             "fingerprint",
+            "symmetry",
             "sources"
         ]
     );
