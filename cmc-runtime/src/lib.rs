@@ -62,7 +62,7 @@ pub use crate::engine::trace::{
     LONG_TRACE_VERSION, TRACE_VERSION,
 };
 pub use crate::engine::CheckError;
-pub use crate::identity::rename::ProcessId;
+pub use crate::identity::rename::{Identifier, ProcessId};
 pub use crate::identity::StateHash;
 pub use crate::memory::alloc::{in_any_arena, Allocator};
 pub use crate::memory::arena::{

@@ -95,7 +95,24 @@ impl<P: Process> Fingerprinter<P> {
     ) -> Result<Self, CheckError> {
         let fns = P::hash_fns();
         crate::identity::typed::new_check();
+        // A model that names its identifiers by type and field
+        // (`ids_in`) is walked by its type information where it has no
+        // `StateHash`: a `Hash` or `Debug` writes identifiers as numbers.
+        let typed_ids = typed_ids(model);
+        let walk = |state: bool, available: Result<(), String>| {
+            typed_ids && !state && available.is_ok()
+        };
         let process = match mode {
+            None if walk(
+                fns.process.state.is_some(),
+                crate::identity::typed::available::<P>(),
+            ) =>
+            {
+                Chosen::Value(
+                    FingerprintMode::Typed,
+                    crate::identity::typed::typed_hash::<P>,
+                )
+            }
             None => fns
                 .process
                 .best_or_typed()
@@ -142,6 +159,17 @@ impl<P: Process> Fingerprinter<P> {
             },
         };
         let shared = match fns.shared.best() {
+            _ if size_of::<P::Shared>() != 0
+                && walk(
+                    fns.shared.state.is_some(),
+                    crate::identity::typed::available::<P::Shared>(),
+                ) =>
+            {
+                Chosen::Value(
+                    FingerprintMode::Typed,
+                    crate::identity::typed::typed_hash::<P::Shared>,
+                )
+            }
             Some((m, f)) => Chosen::Value(m, f),
             None if size_of::<P::Shared>() == 0 => Chosen::Nothing,
             None if crate::identity::typed::available::<P::Shared>().is_ok() => Chosen::Value(
@@ -164,7 +192,7 @@ impl<P: Process> Fingerprinter<P> {
             let shared: *const P::Shared = unsafe { &*(*env).shared };
             HeapGraph::new(mem, env_arena, shared.cast())
         });
-        let msg_mode = fns.msg.best().map_or(FingerprintMode::Debug, |(m, _)| m);
+        let msg_mode = message_source::<P>(model).0;
         let mut sources = vec![TypeSource::of::<P>(
             "process",
             process.mode().expect("a process type always has a source"),
@@ -178,6 +206,23 @@ impl<P: Process> Fingerprinter<P> {
         } else {
             Some(symmetry_for(model, &process, &shared, msg_mode)?)
         };
+        // Where the typed walk finds identifiers (none unless reduced).
+        let mut walked = Vec::new();
+        if matches!(process, Chosen::Value(FingerprintMode::Typed, _)) {
+            walked.push(crate::identity::typed::Root::of::<P>());
+        }
+        if matches!(shared, Chosen::Value(FingerprintMode::Typed, _)) {
+            walked.push(crate::identity::typed::Root::of::<P::Shared>());
+        }
+        if msg_mode == FingerprintMode::Typed {
+            walked.push(crate::identity::typed::Root::of::<P::Msg>());
+        }
+        let decls = if symmetry.is_some() {
+            &model.typed_ids[..]
+        } else {
+            &[]
+        };
+        crate::identity::typed::declare_ids(&walked, decls).map_err(CheckError::Model)?;
         Ok(Fingerprinter {
             process,
             shared,
@@ -786,10 +831,7 @@ pub(crate) fn symmetry_of<P: Process>(
     model: &Model<P>,
     fp: &Fingerprinter<P>,
 ) -> Result<Symmetry, CheckError> {
-    let msg = P::hash_fns()
-        .msg
-        .best()
-        .map_or(FingerprintMode::Debug, |(m, _)| m);
+    let msg = message_source::<P>(model).0;
     symmetry_for(model, &fp.process, &fp.shared, msg)
 }
 
@@ -809,11 +851,24 @@ fn symmetry_for<P: Process>(
         CheckError::Model(format!(
             "the model declares interchangeable processes, but the {what} ({ty}) is \
              fingerprinted by {how}, which cannot rename process identifiers: derive \
-             cmc::StateHash for it (and cmc::ProcessId for the identifier type)"
+             cmc::StateHash for it (and cmc::ProcessId for the identifier type), or, \
+             for a type that cannot derive, name the fields that hold identifiers \
+             (Model::ids_in)"
         ))
     };
+    // The typed walk renames what `ids_in` names.
+    let typed = !model.typed_ids.is_empty();
+    if model.symmetry.iter().any(|g| g.plain) && !typed {
+        return Err(CheckError::Model(
+            "the model declares interchangeable processes named by plain integers, but not \
+             where the states hold them: name the fields with Model::ids_in (or derive \
+             cmc::ProcessId on an identifier newtype)"
+                .into(),
+        ));
+    }
     match process {
         Chosen::Value(FingerprintMode::State, _) => {}
+        Chosen::Value(FingerprintMode::Typed, _) if typed => {}
         other => {
             return Err(refuse(
                 "process type",
@@ -824,6 +879,7 @@ fn symmetry_for<P: Process>(
     }
     match shared {
         Chosen::Value(FingerprintMode::State, _) | Chosen::Nothing => {}
+        Chosen::Value(FingerprintMode::Typed, _) if typed => {}
         other => {
             return Err(refuse(
                 "shared variables",
@@ -832,7 +888,8 @@ fn symmetry_for<P: Process>(
             ))
         }
     }
-    if msg != FingerprintMode::State && size_of::<P::Msg>() != 0 {
+    let msg_ok = msg == FingerprintMode::State || (typed && msg == FingerprintMode::Typed);
+    if !msg_ok && size_of::<P::Msg>() != 0 {
         return Err(refuse(
             "message type",
             std::any::type_name::<P::Msg>(),
@@ -861,11 +918,35 @@ pub(crate) fn source_name(mode: FingerprintMode) -> &'static str {
 
 /// The message identity function of `P`: its best source, or its `Debug`
 /// (every message has one).
-pub(crate) fn message_key<P: Process>() -> HashFn<P::Msg> {
-    P::hash_fns()
-        .msg
-        .best()
-        .map_or(crate::identity::debug_hash::<P::Msg>, |(_, f)| f)
+/// Whether the model reduces by a symmetry whose identifiers are named by
+/// type and field ([`Model::ids_in`]).
+fn typed_ids<P: Process>(model: &Model<P>) -> bool {
+    !model.symmetry.is_empty() && model.reduce && !model.typed_ids.is_empty()
+}
+
+pub(crate) fn message_key<P: Process>(model: &Model<P>) -> HashFn<P::Msg> {
+    message_source(model).1
+}
+
+/// The source messages are fingerprinted (and keyed) by: their best, or,
+/// when the model renames identifiers the typed walk finds
+/// ([`Model::ids_in`]) and the message type has no `StateHash`, the
+/// typed walk.
+pub(crate) fn message_source<P: Process>(model: &Model<P>) -> (FingerprintMode, HashFn<P::Msg>) {
+    let fns = P::hash_fns();
+    if typed_ids(model)
+        && fns.msg.state.is_none()
+        && crate::identity::typed::available::<P::Msg>().is_ok()
+    {
+        return (
+            FingerprintMode::Typed,
+            crate::identity::typed::typed_hash::<P::Msg>,
+        );
+    }
+    fns.msg.best().unwrap_or((
+        FingerprintMode::Debug,
+        crate::identity::debug_hash::<P::Msg>,
+    ))
 }
 
 pub(crate) fn hex(fp: Fingerprint) -> String {

@@ -256,7 +256,7 @@ impl<'m, P: Process> Engine<'m, P> {
                 Box::into_raw(Box::new(Env::new(
                     &model.network,
                     P::Shared::default(),
-                    message_key::<P>(),
+                    message_key::<P>(model),
                 )))
             }) {
                 Ok(env) => {

@@ -62,6 +62,36 @@ pub trait ProcessId: crate::identity::StateHash {
     fn process_id(&self) -> u64;
 }
 
+/// What names a process in [`Model::interchangeable`](crate::Model::interchangeable):
+/// a [`ProcessId`] type, or a plain integer, whose places in the state
+/// [`Model::ids_in`](crate::Model::ids_in) names.
+pub trait Identifier {
+    /// Whether it is a plain integer.
+    const PLAIN: bool;
+    /// The identifier as a number.
+    fn number(&self) -> u64;
+}
+
+impl<T: ProcessId> Identifier for T {
+    const PLAIN: bool = false;
+    fn number(&self) -> u64 {
+        self.process_id()
+    }
+}
+
+macro_rules! plain_ids {
+    ($($t:ty),*) => {$(
+        impl Identifier for $t {
+            const PLAIN: bool = true;
+            fn number(&self) -> u64 {
+                *self as u64
+            }
+        }
+    )*};
+}
+
+plain_ids!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
 /// The integer types a `ProcessId` newtype may wrap, as the number its
 /// identifier is written as.
 #[doc(hidden)]

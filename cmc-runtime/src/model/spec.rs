@@ -223,6 +223,9 @@ pub struct Model<P: Process> {
     /// How much of the declared symmetry is checked (see
     /// [`Model::check_symmetry`]).
     pub(crate) check_symmetry: SymmetryCheck,
+    /// Where the states hold identifiers as plain integers: (type name,
+    /// field paths) (see [`Model::ids_in`]).
+    pub(crate) typed_ids: Vec<(String, Vec<String>)>,
 }
 
 /// A group of interchangeable processes: their indices and their
@@ -231,6 +234,9 @@ pub struct Model<P: Process> {
 pub(crate) struct Interchangeable {
     pub(crate) processes: Vec<usize>,
     pub(crate) ids: Vec<u64>,
+    /// The identifiers are plain integers (named by [`Model::ids_in`]),
+    /// not a [`ProcessId`](crate::ProcessId) type.
+    pub(crate) plain: bool,
 }
 
 /// How much of a declared symmetry a search checks (see
@@ -301,6 +307,7 @@ impl<P: Process> Model<P> {
             symmetry: Vec::new(),
             reduce: true,
             check_symmetry: SymmetryCheck::Sampled,
+            typed_ids: Vec::new(),
         }
     }
 
@@ -316,6 +323,10 @@ impl<P: Process> Model<P> {
     /// `I` derives [`ProcessId`](crate::ProcessId); every type the state
     /// holds is fingerprinted by its `cmc::StateHash` (derive it), whose
     /// fields of type `I` are renamed (a `Hash` or `Debug` could not be).
+    /// Or `I` is a plain integer, as in a crate written without cmc in
+    /// mind (raft's `u64` ids): then the types are walked by their type
+    /// information and [`Model::ids_in`] names the fields that hold
+    /// identifiers.
     /// Called once per group (a role: the replicas; the clients); processes
     /// not in any group keep their names.
     ///
@@ -328,7 +339,7 @@ impl<P: Process> Model<P> {
     ///
     /// # Panics
     /// When a group has fewer than two processes or names one twice.
-    pub fn interchangeable<I: crate::identity::rename::ProcessId>(
+    pub fn interchangeable<I: crate::identity::rename::Identifier>(
         mut self,
         processes: impl IntoIterator<Item = usize>,
         id: impl Fn(usize) -> I,
@@ -346,11 +357,37 @@ impl<P: Process> Model<P> {
             processes.len(),
             "a group of interchangeable processes names each once: {processes:?}"
         );
-        let ids = sorted.iter().map(|&i| id(i).process_id()).collect();
+        let ids = sorted.iter().map(|&i| id(i).number()).collect();
         self.symmetry.push(Interchangeable {
             processes: sorted,
             ids,
+            plain: I::PLAIN,
         });
+        self
+    }
+
+    /// Names where the states hold process identifiers as plain integers,
+    /// for a crate that cannot derive [`ProcessId`](crate::ProcessId)
+    /// (unmodified third-party code): the fields `fields` of the struct
+    /// named `type_name` (as `std::any::type_name` writes it, generic
+    /// arguments left out: `"raft::tracker::ProgressTracker"`). A field
+    /// may be a path through nested fields (`"outbox.0"`), passing
+    /// through options, boxes, sequences and map values; it ends at
+    /// integers or containers of them: sequences of identifiers count as
+    /// sets, maps and sets keyed by identifiers as keyed by the renamed
+    /// ones.
+    ///
+    /// Such types are fingerprinted by their type information (the
+    /// debugging information `cargo cmc` builds with), and so are the
+    /// messages then. Used with [`Model::interchangeable`] and integer
+    /// identifiers; what is named is checked when the search starts (a
+    /// type no state holds, a field it lacks, a path that does not end at
+    /// integers are errors).
+    pub fn ids_in(mut self, type_name: &str, fields: &[&str]) -> Self {
+        self.typed_ids.push((
+            type_name.to_string(),
+            fields.iter().map(|f| f.to_string()).collect(),
+        ));
         self
     }
 

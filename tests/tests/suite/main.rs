@@ -22,6 +22,7 @@ mod shared_buffers;
 mod start_handlers;
 mod transition_cache;
 mod typed;
+mod typed_symmetry;
 mod typed_values;
 mod without_invariant;
 

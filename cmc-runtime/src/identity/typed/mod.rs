@@ -18,6 +18,7 @@
 //! debugging entry names its type parameter.
 
 mod dwarf;
+mod ids;
 mod values;
 
 use std::collections::HashMap;
@@ -66,27 +67,81 @@ fn with_state<T, R>(
     st: &mut State,
     f: impl FnOnce(&mut Types, TyId, &mut values::Scratch) -> R,
 ) -> Result<R, String> {
+    let root = resolve(st, &Root::of::<T>())?;
     let types = st.types.as_mut().map_err(|e| e.clone())?;
-    let key = anchor::<T> as fn() -> &'static str as usize;
-    let root = match st.roots.get(&key) {
+    Ok(f(types, root, &mut st.scratch))
+}
+
+/// A type by its anchor, to be resolved in the type table.
+#[derive(Debug)]
+pub struct Root {
+    key: usize,
+    size: usize,
+    name: &'static str,
+}
+
+impl Root {
+    /// The root for values of type `T`.
+    pub fn of<T>() -> Root {
+        Root {
+            key: anchor::<T> as fn() -> &'static str as usize,
+            size: size_of::<T>(),
+            name: std::any::type_name::<T>(),
+        }
+    }
+}
+
+/// The type table's entry for `root`.
+fn resolve(st: &mut State, root: &Root) -> Result<TyId, String> {
+    let types = st.types.as_mut().map_err(|e| e.clone())?;
+    let id = match st.roots.get(&root.key) {
         Some(r) => r.clone(),
         None => {
-            let pc = (key as u64).wrapping_sub(crate::sys::layout::modules().exe_bias);
+            let pc = (root.key as u64).wrapping_sub(crate::sys::layout::modules().exe_bias);
             let r = types.anchor_type(pc);
-            st.roots.insert(key, r.clone());
+            st.roots.insert(root.key, r.clone());
             r
         }
-    };
-    let root = root?;
-    if types.tys[root as usize].size != size_of::<T>() as u64 {
+    }?;
+    if types.tys[id as usize].size != root.size as u64 {
         return Err(format!(
             "the debugging information gives {} a size of {} bytes, not {}",
-            std::any::type_name::<T>(),
-            types.tys[root as usize].size,
-            size_of::<T>()
+            root.name, types.tys[id as usize].size, root.size
         ));
     }
-    Ok(f(types, root, &mut st.scratch))
+    Ok(id)
+}
+
+/// Declares where the states of a check hold process identifiers as plain
+/// integers (see [`ids`]): `decls` are (type name, field paths), `roots`
+/// the types the typed walk hashes. Checked against the type information;
+/// an empty `decls` forgets the last check's.
+pub fn declare_ids(roots: &[Root], decls: &[(String, Vec<String>)]) -> Result<(), String> {
+    STATE.with(|cell| {
+        let _sys = crate::sys::scope::system_scope();
+        let mut guard = cell.borrow_mut();
+        let st = guard.get_or_insert_with(|| State {
+            types: Types::load(),
+            scratch: values::Scratch::default(),
+            roots: HashMap::new(),
+        });
+        st.scratch.ids.clear();
+        if decls.is_empty() {
+            return Ok(());
+        }
+        if roots.is_empty() {
+            return Err("Model::ids_in names fields that hold identifiers for the walk by \
+                        type information, but every type of this model is fingerprinted by \
+                        its StateHash: derive cmc::ProcessId on the identifier type instead"
+                .into());
+        }
+        let mut ids = Vec::new();
+        for r in roots {
+            ids.push((resolve(st, r)?, r.name));
+        }
+        let types = st.types.as_ref().map_err(|e| e.clone())?;
+        st.scratch.ids.declare(types, &ids, decls)
+    })
 }
 
 /// A check begins: what earlier checks learnt about memory outside the

@@ -3,6 +3,7 @@
 use std::hash::Hasher;
 
 use super::dwarf::{Shape, TyId, Types};
+use super::ids::{IdPlan, Mode};
 use crate::identity::hasher::StateHasher;
 
 type Map<K, V> = hashbrown::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
@@ -47,6 +48,9 @@ pub(crate) struct Scratch {
     /// whole check: such memory is part of no state (it is never restored),
     /// so its meaning is taken once.
     outside: Map<(usize, TyId), u128>,
+    /// The fields the model declares to hold process identifiers
+    /// ([`super::ids`]).
+    pub(crate) ids: IdPlan,
 }
 
 impl Scratch {
@@ -63,6 +67,10 @@ const TARGET: u8 = 2;
 const UNREADABLE: u8 = 3;
 const CYCLE: u8 = 4;
 const DEAD: u8 = 5;
+/// A sequence of identifiers in ascending order (a sorted set), and in
+/// any other order.
+const SORTED: u8 = 6;
+const ORDERED: u8 = 7;
 
 /// Deeper than this, a value is cut off (a tag stands for the rest): the
 /// checker's own stack must not overflow on a long linked list.
@@ -82,6 +90,10 @@ pub(crate) struct Walker<'t> {
     /// When set, every datum hashed is also written out as a line
     /// `field.path = hex` (see [`super::dump`]).
     pub(crate) log: Option<Log>,
+    /// Whether process identifiers are renamed in this walk: a renaming is
+    /// active ([`crate::identity::rename`]) and the model declares where
+    /// its identifiers are.
+    renaming: bool,
 }
 
 /// The text form of a walk.
@@ -198,6 +210,7 @@ impl<'t> Walker<'t> {
     pub(crate) fn new(types: &'t mut Types, s: &'t mut Scratch) -> Self {
         s.memo.clear();
         s.path.clear();
+        let renaming = !s.ids.is_empty() && crate::identity::rename::active();
         Walker {
             types,
             s,
@@ -206,6 +219,7 @@ impl<'t> Walker<'t> {
             bias: crate::sys::layout::modules().exe_bias,
             unreadable: 0,
             log: None,
+            renaming,
         }
     }
 
@@ -245,38 +259,72 @@ impl<'t> Walker<'t> {
     /// The value's own `size` bytes at `addr` must be readable; everything
     /// it points to is checked before it is read.
     pub(crate) unsafe fn value(&mut self, ty: TyId, addr: usize, h: &mut StateHasher) {
+        // SAFETY: the caller's contract.
+        unsafe { self.value_in(ty, addr, h, &Mode::Normal) }
+    }
+
+    /// Whether the bytes of the plain type `ty` can be hashed in one run
+    /// in `mode` (not when they hold identifiers to rename).
+    fn bulk(&mut self, ty: TyId, mode: &Mode) -> bool {
+        !self.renaming || (mode.is_normal() && !self.s.ids.touched(self.types, ty))
+    }
+
+    /// [`Walker::value`] in `mode` (see [`super::ids`]): where the value
+    /// holds process identifiers under a renaming.
+    ///
+    /// # Safety
+    /// As [`Walker::value`].
+    unsafe fn value_in(&mut self, ty: TyId, addr: usize, h: &mut StateHasher, mode: &Mode) {
         let t = std::sync::Arc::clone(&self.types.tys[ty as usize]);
         let size = t.size as usize;
-        if t.plain {
+        if t.plain && self.bulk(ty, mode) {
             // SAFETY: the caller's contract covers the value's bytes.
             self.put(h, unsafe {
                 std::slice::from_raw_parts(addr as *const u8, size)
             });
             return;
         }
+        let ids = matches!(mode, Mode::Ids);
         let shape: &Shape = &t.shape;
         // SAFETY: every read below is inside the value's own bytes, covered
         // by the caller's contract, or in memory `readable` just approved.
         unsafe {
             match *shape {
                 Shape::Skip => {}
+                Shape::Plain if ids => match super::ids::integer_size(self.types, ty) {
+                    Some(n) => h.write_process_id(read_uint(addr, n)),
+                    None => self.put(h, std::slice::from_raw_parts(addr as *const u8, size)),
+                },
+                Shape::Word if ids => h.write_process_id(read::<usize>(addr) as u64),
                 Shape::Plain | Shape::Opaque => {
                     self.put(h, std::slice::from_raw_parts(addr as *const u8, size))
                 }
                 Shape::Word => self.put_word(h, read::<usize>(addr)),
                 Shape::FnPtr => self.put_word(h, read::<usize>(addr)),
                 Shape::Struct(ref fields) => {
-                    for (at, f, name) in fields.iter() {
+                    let declared = if self.renaming && mode.is_normal() {
+                        self.s.ids.declared(self.types, ty)
+                    } else {
+                        None
+                    };
+                    for (k, (at, f, name)) in fields.iter().enumerate() {
                         if let Some(log) = &mut self.log {
                             log.path.push(name.clone());
                         }
-                        self.value(*f, addr + *at as usize, h);
+                        let at = addr + *at as usize;
+                        match (&declared, mode) {
+                            (None, Mode::Normal) => self.value(*f, at, h),
+                            _ => {
+                                let d = declared.as_ref().and_then(|d| d[k].as_ref());
+                                self.value_in(*f, at, h, &mode.field(name, d));
+                            }
+                        }
                         if let Some(log) = &mut self.log {
                             log.path.pop();
                         }
                     }
                 }
-                Shape::Array { elem, count } => self.run(elem, addr, count as usize, h),
+                Shape::Array { elem, count } => self.run(elem, addr, count as usize, h, mode),
                 Shape::Enum {
                     discr,
                     ref variants,
@@ -299,7 +347,11 @@ impl<'t> Walker<'t> {
                     match chosen {
                         Some(i) => {
                             self.put(h, &(i as u32).to_le_bytes());
-                            self.value(variants[i].1, addr, h);
+                            if mode.is_normal() {
+                                self.value(variants[i].1, addr, h);
+                            } else {
+                                self.value_in(variants[i].1, addr, h, &mode.variant());
+                            }
                         }
                         None => {
                             self.put(h, &(u32::MAX).to_le_bytes());
@@ -309,13 +361,13 @@ impl<'t> Walker<'t> {
                 }
                 Shape::Ptr(p) => {
                     let target = read::<usize>(addr);
-                    self.pointee(p, target, h);
+                    self.pointee(p, target, h, mode);
                 }
                 Shape::Slice { pointee, tail } => {
                     let (ptr, len) = (read::<usize>(addr), read::<usize>(addr + 8));
                     self.put(h, &(len as u64).to_le_bytes());
                     match tail {
-                        None => self.elements(pointee, ptr, len, h),
+                        None => self.elements(pointee, ptr, len, h, mode),
                         Some((at, elem)) => {
                             let head = self.size(pointee);
                             if ptr == 0 || !readable(ptr, head.min(at as usize)) {
@@ -324,7 +376,7 @@ impl<'t> Walker<'t> {
                                 return;
                             }
                             self.value(pointee, ptr, h);
-                            self.elements(elem, ptr + at as usize, len, h);
+                            self.elements(elem, ptr + at as usize, len, h, &Mode::Normal);
                         }
                     }
                 }
@@ -338,7 +390,7 @@ impl<'t> Walker<'t> {
                         read::<usize>(addr + len as usize),
                     );
                     self.put(h, &(n as u64).to_le_bytes());
-                    self.elements(elem, p, n, h);
+                    self.elements(elem, p, n, h, mode);
                 }
                 Shape::Deque {
                     ptr,
@@ -361,9 +413,15 @@ impl<'t> Walker<'t> {
                         self.put(h, &(UNREADABLE).to_le_bytes());
                         return;
                     }
+                    let at = |i: usize| p + ((head + i) % cap) * stride;
+                    let mut set = Set::new(ids && self.sorted(elem, (0..n).map(at), h));
                     for i in 0..n {
-                        self.value(elem, p + ((head + i) % cap) * stride, h);
+                        let at = at(i);
+                        let e = set.element(h);
+                        self.value_in(elem, at, e, mode);
+                        set.add();
                     }
+                    set.finish(self, h);
                 }
                 Shape::Table {
                     ctrl,
@@ -387,11 +445,12 @@ impl<'t> Walker<'t> {
                         self.put(h, &(UNREADABLE).to_le_bytes());
                         return;
                     }
+                    let entry = mode.entry();
                     let mut sum = 0u128;
                     for i in 0..buckets {
                         if read::<u8>(ctrl + i) & 0x80 == 0 {
                             let mut e = StateHasher::default();
-                            self.value(elem, ctrl - (i + 1) * stride, &mut e);
+                            self.value_in(elem, ctrl - (i + 1) * stride, &mut e, &entry);
                             sum = sum.wrapping_add(e.finish128());
                         }
                     }
@@ -401,9 +460,14 @@ impl<'t> Walker<'t> {
                     let node = read::<usize>(addr + b.node as usize);
                     let height = read::<usize>(addr + b.height as usize);
                     let mut count = 0u64;
+                    // Under a renaming, entries as a set: the image holds
+                    // the renamed keys in another order.
+                    let mut set = Set::new(self.renaming);
                     if node != 0 {
-                        self.btree_node(b, node, height, &mut count, h);
+                        let entry = mode.entry();
+                        self.btree_node(b, node, height, &mut count, h, &entry, &mut set);
                     }
+                    set.finish(self, h);
                     self.put(h, &(count).to_le_bytes());
                 }
                 Shape::Weak {
@@ -421,7 +485,7 @@ impl<'t> Walker<'t> {
                         self.put(h, &(DEAD).to_le_bytes());
                         return;
                     }
-                    self.pointee(ty, p + value as usize, h);
+                    self.pointee(ty, p + value as usize, h, &Mode::Normal);
                 }
                 Shape::SmallVec {
                     capacity,
@@ -436,10 +500,10 @@ impl<'t> Walker<'t> {
                         let p = read::<usize>(addr + ptr as usize);
                         let n = read::<usize>(addr + len as usize);
                         self.put(h, &(n as u64).to_le_bytes());
-                        self.elements(elem, p, n, h);
+                        self.elements(elem, p, n, h, mode);
                     } else {
                         self.put(h, &(cap as u64).to_le_bytes());
-                        self.run(elem, addr + inline as usize, cap, h);
+                        self.run(elem, addr + inline as usize, cap, h, mode);
                     }
                 }
                 Shape::Bytes { ptr, len } => {
@@ -457,28 +521,76 @@ impl<'t> Walker<'t> {
         }
     }
 
-    /// `count` values of `elem` in a row at `addr` (inside a value).
+    /// `count` values of `elem` in a row at `addr` (inside a value), in
+    /// `mode` (identifiers: as a set).
     ///
     /// # Safety
     /// As [`Walker::value`], for the whole run.
-    unsafe fn run(&mut self, elem: TyId, addr: usize, count: usize, h: &mut StateHasher) {
-        let t = &self.types.tys[elem as usize];
+    unsafe fn run(
+        &mut self,
+        elem: TyId,
+        addr: usize,
+        count: usize,
+        h: &mut StateHasher,
+        mode: &Mode,
+    ) {
+        let t = std::sync::Arc::clone(&self.types.tys[elem as usize]);
         let stride = t.size as usize;
-        if t.plain {
+        if t.plain && self.bulk(elem, mode) {
             // SAFETY: the caller's contract.
             self.put(h, unsafe {
                 std::slice::from_raw_parts(addr as *const u8, stride * count)
             });
             return;
         }
+        let ids = matches!(mode, Mode::Ids);
+        let mut set = Set::new(ids && self.sorted(elem, (0..count).map(|i| addr + i * stride), h));
         for i in 0..count {
+            let e = set.element(h);
             // SAFETY: the caller's contract.
-            unsafe { self.value(elem, addr + i * stride, h) };
+            unsafe { self.value_in(elem, addr + i * stride, e, mode) };
+            set.add();
         }
+        set.finish(self, h);
+    }
+
+    /// Whether the identifiers of type `elem` at `addrs` are a sorted set
+    /// (ascending), tagged into `h`: then the image of the sequence under
+    /// a renaming is the set of renamed identifiers, kept sorted, as the
+    /// renamed program keeps it, and the sequence is hashed as a set; in
+    /// any other order (identifiers in the order they arrived, or not
+    /// integers) it is hashed in its order, each renamed.
+    fn sorted(
+        &mut self,
+        elem: TyId,
+        addrs: impl Iterator<Item = usize>,
+        h: &mut StateHasher,
+    ) -> bool {
+        let size = match &self.types.tys[elem as usize].shape {
+            Shape::Word => Some(8),
+            _ => super::ids::integer_size(self.types, elem),
+        };
+        let sorted = size.is_some_and(|n| {
+            let mut last = None;
+            addrs.into_iter().all(|at| {
+                // SAFETY: the caller's contract covers the elements.
+                let v = unsafe { read_uint(at, n) };
+                last.replace(v).is_none_or(|l| l <= v)
+            })
+        });
+        self.put(h, &[if sorted { SORTED } else { ORDERED }]);
+        sorted
     }
 
     /// `count` values of `elem` at `ptr`, which is checked first.
-    fn elements(&mut self, elem: TyId, ptr: usize, count: usize, h: &mut StateHasher) {
+    fn elements(
+        &mut self,
+        elem: TyId,
+        ptr: usize,
+        count: usize,
+        h: &mut StateHasher,
+        mode: &Mode,
+    ) {
         let stride = self.size(elem);
         if count == 0 || stride == 0 {
             return;
@@ -493,11 +605,11 @@ impl<'t> Walker<'t> {
             return;
         }
         // SAFETY: just checked.
-        unsafe { self.run(elem, ptr, count, h) };
+        unsafe { self.run(elem, ptr, count, h, mode) };
     }
 
     /// What a thin pointer to a `ty` at `target` contributes.
-    fn pointee(&mut self, ty: TyId, target: usize, h: &mut StateHasher) {
+    fn pointee(&mut self, ty: TyId, target: usize, h: &mut StateHasher, mode: &Mode) {
         if target == 0 {
             self.put(h, &(NULL).to_le_bytes());
             return;
@@ -508,7 +620,23 @@ impl<'t> Walker<'t> {
             return;
         }
         self.put(h, &(TARGET).to_le_bytes());
-        let sub = self.child(ty, target, size);
+        let sub = if mode.is_normal() {
+            self.child(ty, target, size)
+        } else {
+            // Identifiers behind a box: hashed in their mode, not
+            // memoised (the memo is of values read as they are).
+            if !readable(target, size) || self.depth >= MAX_DEPTH {
+                self.unreadable += 1;
+                u128::from(UNREADABLE) << 64
+            } else {
+                self.depth += 1;
+                let mut sub = StateHasher::default();
+                // SAFETY: `readable` approved the value's bytes.
+                unsafe { self.value_in(ty, target, &mut sub, mode) };
+                self.depth -= 1;
+                sub.finish128()
+            }
+        };
         self.put(h, &(sub).to_le_bytes());
     }
 
@@ -532,6 +660,9 @@ impl<'t> Walker<'t> {
             return u128::from(UNREADABLE) << 96;
         }
         let outside = crate::memory::arena::find(target).is_none();
+        // Under a renaming, what is outside is hashed again: the same
+        // object hashes differently under different renamings.
+        let outside = outside && !self.renaming;
         if outside && self.log.is_none() {
             if let Some(&m) = self.s.outside.get(&key) {
                 return m;
@@ -617,6 +748,7 @@ impl<'t> Walker<'t> {
         self.put(h, &(sub).to_le_bytes());
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn btree_node(
         &mut self,
         b: &super::dwarf::BTreeShape,
@@ -624,6 +756,8 @@ impl<'t> Walker<'t> {
         height: usize,
         count: &mut u64,
         h: &mut StateHasher,
+        entry: &Mode,
+        set: &mut Set,
     ) {
         let (ks, vs) = (self.size(b.key), self.size(b.val));
         if !readable(node + b.len as usize, 2) {
@@ -644,22 +778,67 @@ impl<'t> Walker<'t> {
             self.put(h, &(UNREADABLE).to_le_bytes());
             return;
         }
+        let (key_mode, val_mode) = (entry.field("__0", None), entry.field("__1", None));
         for i in 0..=len {
             if height > 0 {
                 // SAFETY: checked above.
                 let child = unsafe { read::<usize>(edges + 8 * i) };
-                self.btree_node(b, child, height - 1, count, h);
+                self.btree_node(b, child, height - 1, count, h, entry, set);
             }
             if i < len {
                 *count += 1;
+                let e = set.element(h);
                 // SAFETY: checked above.
                 unsafe {
-                    self.value(b.key, keys + i * ks, h);
-                    self.value(b.val, vals + i * vs, h);
+                    self.value_in(b.key, keys + i * ks, e, &key_mode);
+                    self.value_in(b.val, vals + i * vs, e, &val_mode);
                 }
+                set.add();
             }
         }
         let _ = self.segments;
+    }
+}
+
+/// Elements hashed in order into the value's hasher, or, as a set, each
+/// on its own and summed (identifiers under a renaming: the image holds
+/// them in another order).
+struct Set {
+    on: bool,
+    sum: u128,
+    one: StateHasher,
+}
+
+impl Set {
+    fn new(on: bool) -> Set {
+        Set {
+            on,
+            sum: 0,
+            one: StateHasher::default(),
+        }
+    }
+
+    /// Where the next element is hashed.
+    fn element<'a>(&'a mut self, h: &'a mut StateHasher) -> &'a mut StateHasher {
+        if self.on {
+            self.one = StateHasher::default();
+            &mut self.one
+        } else {
+            h
+        }
+    }
+
+    /// The element hashed into [`Set::element`] is complete.
+    fn add(&mut self) {
+        if self.on {
+            self.sum = self.sum.wrapping_add(self.one.finish128());
+        }
+    }
+
+    fn finish(self, w: &mut Walker<'_>, h: &mut StateHasher) {
+        if self.on {
+            w.put(h, &self.sum.to_le_bytes());
+        }
     }
 }
 
