@@ -341,6 +341,58 @@ pub(crate) fn seed_for(key: u128) {
     SEEDED.with(|s| s.set((eager, k as u64)));
 }
 
+/// Under symmetry reduction, what the draws of the current transition are
+/// a function of: the pre-state's orbit and the event's image in it, and
+/// then each choice the transition makes, up to a renaming of the
+/// interchangeable processes (see `Engine::seed_key`). Then a state and
+/// its image draw alike, as their successors must be images too.
+struct Orbit {
+    key: u128,
+    /// The masked renaming: a message's hash under it names no process.
+    masked: crate::identity::rename::Renaming,
+    /// Each process's colour in the pre-state (renaming-invariant).
+    colours: Vec<u128>,
+}
+
+thread_local! {
+    static ORBIT: std::cell::RefCell<Option<Orbit>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets (or clears) the orbit key of the transition about to run; its
+/// draws are seeded from `key` already ([`seed_for`]).
+pub(crate) fn set_orbit(orbit: Option<(u128, crate::identity::rename::Renaming, Vec<u128>)>) {
+    let _sys = crate::sys::scope::system_scope();
+    ORBIT.with(|o| {
+        *o.borrow_mut() = orbit.map(|(key, masked, colours)| Orbit {
+            key,
+            masked,
+            colours,
+        })
+    });
+}
+
+/// A choice of the running transition was made: under symmetry
+/// reduction, the draws after it are seeded from the orbit key and
+/// `label` (given the masked renaming and the processes' colours: what
+/// the choice picked, named up to a renaming). Nothing otherwise.
+pub(crate) fn orbit_choice(
+    label: impl FnOnce(&crate::identity::rename::Renaming, &[u128]) -> u128,
+) {
+    let key = ORBIT.with(|o| {
+        let mut o = o.borrow_mut();
+        let o = o.as_mut()?;
+        let l = label(&o.masked, &o.colours);
+        use crate::sys::hash::fmix64;
+        let lo = fmix64(o.key as u64 ^ fmix64(l as u64));
+        let hi = fmix64(((o.key >> 64) as u64).rotate_left(17) ^ fmix64((l >> 64) as u64) ^ lo);
+        o.key = (u128::from(hi) << 64) | u128::from(lo);
+        Some(o.key)
+    });
+    if let Some(key) = key {
+        seed_for(key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

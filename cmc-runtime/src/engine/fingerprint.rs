@@ -99,9 +99,8 @@ impl<P: Process> Fingerprinter<P> {
         // (`ids_in`) is walked by its type information where it has no
         // `StateHash`: a `Hash` or `Debug` writes identifiers as numbers.
         let typed_ids = typed_ids(model);
-        let walk = |state: bool, available: Result<(), String>| {
-            typed_ids && !state && available.is_ok()
-        };
+        let walk =
+            |state: bool, available: Result<(), String>| typed_ids && !state && available.is_ok();
         let process = match mode {
             None if walk(
                 fns.process.state.is_some(),
@@ -549,6 +548,9 @@ pub(crate) struct Canonical {
     /// The sum of the state's own components (its image under the
     /// identity): equal for two states only if they are the same.
     pub(crate) own: u128,
+    /// Each process's colour: what no renaming changes about it (equal
+    /// for a process of a state and its image in the state's image).
+    pub(crate) colours: Vec<u128>,
 }
 
 /// A component hashed under the identity renaming: its hash, whether it
@@ -733,6 +735,7 @@ impl<P: Process> Parts<'_, P> {
             perm: candidates[at].clone(),
             exact,
             own,
+            colours,
         })
     }
 }

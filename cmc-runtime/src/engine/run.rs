@@ -211,6 +211,8 @@ impl<'m, P: Process> Engine<'m, P> {
             }
             self.mem.restore(pre);
         };
+        // Choices outside a transition's run reseed nothing.
+        crate::determinism::random::set_orbit(None);
         // An exact base found here serves the expansion of `pre` only.
         if cached.is_none_or(|c| c.0 != pre) {
             self.seed_base = cached;
@@ -335,6 +337,9 @@ impl<'m, P: Process> Engine<'m, P> {
     /// script, and the random-seed variant (variant 0 adds nothing, so a
     /// search with one seed draws what it always did).
     pub(crate) fn seed_key(&mut self, pre: StateId, e: Event, script: &[usize], seed: u32) -> u128 {
+        if self.fp.symmetry.is_some() {
+            return self.orbit_seed_key(pre, e, seed);
+        }
         let base = match self.seed_base {
             Some((state, base, _)) if state == pre => base,
             _ => self.seed_base_of(pre).0,
@@ -355,6 +360,72 @@ impl<'m, P: Process> Engine<'m, P> {
             hi = fmix64(hi.rotate_left(29) ^ lo);
         }
         (u128::from(hi) << 64) | u128::from(fmix64(lo ^ script.len() as u64))
+    }
+
+    /// Under symmetry reduction, the seed of a transition's draws is a
+    /// function of what a renaming of the interchangeable processes does
+    /// not change: the pre-state's smallest image, the colour of the
+    /// event's process in it (not its index), the handler and the
+    /// random-seed variant; each choice the run then makes (a message
+    /// received, a value chosen) reseeds it by what it picked, named up
+    /// to a renaming (`determinism::random::orbit_choice`). So a state and
+    /// its image draw alike: the successors of one are the images of the
+    /// other's, as the reduction assumes (and the symmetry check checks).
+    /// Sets the orbit for the run's choices.
+    fn orbit_seed_key(&mut self, pre: StateId, e: Event, seed: u32) -> u128 {
+        let cached = match &self.orbit_seed {
+            Some((s, base, colours)) if *s == pre && self.seed_base.is_some() => {
+                Some((*base, colours.clone()))
+            }
+            _ => None,
+        };
+        let (base, colours) = match cached {
+            Some(c) => c,
+            None => {
+                let mut parts = super::fingerprint::Parts {
+                    mem: &mut self.mem,
+                    model: self.model,
+                    arenas: &self.arenas,
+                    env_arena: self.env_arena,
+                    roots: &self.roots,
+                    env: self.env,
+                };
+                let (base, colours) = match parts.canonical(&mut self.fp) {
+                    Ok(c) => (c.sum, c.colours),
+                    // A fingerprint that panics is reported when the
+                    // state's own fingerprint is taken; draw from zero.
+                    Err(_) => (0, Vec::new()),
+                };
+                if self.seed_base.is_some() {
+                    self.orbit_seed = Some((pre, base, colours.clone()));
+                }
+                (base, colours)
+            }
+        };
+        use crate::sys::hash::fmix64;
+        let actor = colours.get(e.actor).copied().unwrap_or(e.actor as u128);
+        let mut lo = base as u64;
+        let mut hi = (base >> 64) as u64;
+        let words = [
+            actor as u64,
+            (actor >> 64) as u64,
+            e.handler as u64,
+            u64::from(seed),
+        ];
+        for w in words {
+            lo = fmix64(lo ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            hi = fmix64(hi.rotate_left(29) ^ lo);
+        }
+        let key = (u128::from(hi) << 64) | u128::from(fmix64(lo ^ 0x6f72_6269_74));
+        let masked = self
+            .fp
+            .symmetry
+            .as_ref()
+            .expect("a symmetric fingerprinter")
+            .masked
+            .clone();
+        crate::determinism::random::set_orbit(Some((key, masked, colours)));
+        key
     }
 
     /// The part of a transition's seed that comes from its pre-state, and

@@ -65,6 +65,10 @@ pub(crate) struct Engine<'m, P: Process> {
     /// whether it is exact (a function of the state's identity) or
     /// provisional (its bytes, under a heap identity).
     pub(super) seed_base: Option<(StateId, u128, bool)>,
+    /// Under symmetry reduction, the smallest image's sum and the
+    /// processes' colours of the state being expanded (see
+    /// `Engine::orbit_seed_key`).
+    pub(super) orbit_seed: Option<(StateId, u128, Vec<u128>)>,
     /// The node of the search tree whose guards or invariants run next
     /// (for the crash log: a crash there is attributed to that state).
     pub(super) at: u32,
@@ -105,6 +109,21 @@ pub(crate) fn prewarm() {
     ctx::install_panic_hook();
 }
 
+/// The index a process's constructor and start handler draw by: its own,
+/// or under symmetry reduction the first of its group's, so that the
+/// interchangeable processes start alike (the initial state is its own
+/// image, as a symmetric model's is).
+fn seed_index<P: Process>(model: &Model<P>, i: usize) -> usize {
+    if !model.reduce {
+        return i;
+    }
+    model
+        .symmetry
+        .iter()
+        .find(|g| g.processes.contains(&i))
+        .map_or(i, |g| g.processes[0])
+}
+
 /// Runs the model's constructors once in checker memory and drops what
 /// they build, before the processes are built in their arenas.
 ///
@@ -124,7 +143,7 @@ pub(crate) fn warm_up<P: Process>(model: &Model<P>) -> Result<(), ViolationRecor
     let _sys = system_scope();
     for i in 0..model.count {
         if crate::determinism::random::enabled() {
-            crate::determinism::random::seed_for(0x696e_6974_0000 | i as u128);
+            crate::determinism::random::seed_for(0x696e_6974_0000 | seed_index(model, i) as u128);
         }
         isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
         let _ = user_code(true, || drop((model.init)(i)));
@@ -214,7 +233,9 @@ impl<'m, P: Process> Engine<'m, P> {
             // A constructor's draws are a function of the process index
             // (determinism::random), like a handler's of its state and event.
             if crate::determinism::random::enabled() {
-                crate::determinism::random::seed_for(0x696e_6974_0000 | i as u128);
+                crate::determinism::random::seed_for(
+                    0x696e_6974_0000 | seed_index(model, i) as u128,
+                );
             }
             isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
             let built = {
@@ -302,7 +323,9 @@ impl<'m, P: Process> Engine<'m, P> {
                     }
                 }
                 if crate::determinism::random::enabled() {
-                    crate::determinism::random::seed_for(0x7374_6172_7400_0000 | p as u128);
+                    crate::determinism::random::seed_for(
+                        0x7374_6172_7400_0000 | seed_index(model, p) as u128,
+                    );
                 }
                 isolate::phase(isolate::IN_SETUP, 0, p as u64, 0, 0);
                 begin_run(Run::default());
@@ -407,6 +430,7 @@ impl<'m, P: Process> Engine<'m, P> {
             properties: property_fns(model),
             initial,
             seed_base: None,
+            orbit_seed: None,
             changed: Vec::new(),
             computed: Vec::new(),
             pending_sum: 0,

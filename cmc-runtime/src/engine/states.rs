@@ -119,11 +119,13 @@ impl<'m, P: Process> Engine<'m, P> {
     /// [`Engine::seed_key`]) is `base`, exact or provisional.
     pub(crate) fn begin_expansion(&mut self, state: StateId, base: u128, exact: bool) {
         self.seed_base = Some((state, base, exact));
+        self.orbit_seed = None;
     }
 
     /// Ends the expansion begun by [`Engine::begin_expansion`].
     pub(crate) fn end_expansion(&mut self) {
         self.seed_base = None;
+        self.orbit_seed = None;
     }
 
     /// The generator state that picks a run's choices beyond its script

@@ -515,6 +515,14 @@ fn with_run<R>(what: &str, f: impl FnOnce(&mut Run) -> R) -> R {
 }
 
 #[track_caller]
+/// [`choice`], which the draws after it depend on under symmetry
+/// reduction (see `determinism::random::orbit_choice`).
+fn choice_labelled(n: usize, what: &str) -> usize {
+    let v = choice(n, what);
+    crate::determinism::random::orbit_choice(|_, _| v as u128);
+    v
+}
+
 fn choice(n: usize, what: &str) -> usize {
     match pick(n, what) {
         Ok(value) => value,
@@ -581,7 +589,9 @@ pub fn choose(n: usize) -> usize {
         n > 0,
         "cmc::choose(0): there is nothing to choose from (n must be at least 1)"
     );
-    choice(n, "cmc::choose")
+    let v = choice(n, "cmc::choose");
+    crate::determinism::random::orbit_choice(|_, _| v as u128);
+    v
 }
 
 /// Records a timer the run started or cancelled, when it describes its
@@ -691,7 +701,7 @@ impl<P: Process> Ctx<'_, P> {
         );
         crate::model::por::note_send(to);
         let note = |fate: &'static str, msg: &P::Msg| note_copy(to, msg, fate);
-        if self.net.send_failure && choice(2, "Ctx::send") == 1 {
+        if self.net.send_failure && choice_labelled(2, "Ctx::send") == 1 {
             note("failed", &msg);
             return Err(SendError::Failed);
         }
@@ -758,7 +768,7 @@ impl<P: Process> Ctx<'_, P> {
             if self.net.on_full == OnFull::Drop
                 && room > 0
                 && room < left
-                && choice(2, "Ctx::multicast") == 1
+                && choice_labelled(2, "Ctx::multicast") == 1
             {
                 // There is room for `room` of the `left` copies; this one is
                 // among those that do not get in.
@@ -806,8 +816,21 @@ impl<P: Process> Ctx<'_, P> {
         };
         // Copy into this process's arena (current again), then free the
         // environment's copy (routed by address).
-        let msg = entry.msg.clone();
         let from = entry.from as usize;
+        // Under symmetry reduction, what the handler draws next depends on
+        // the message received named up to a renaming, not on its place.
+        let key_fn = self.env().key_fn();
+        crate::determinism::random::orbit_choice(|masked, colours| {
+            let _sys = system_scope();
+            let h = crate::identity::rename::hashing_renamed(masked, || {
+                let mut h = crate::identity::hasher::StateHasher::default();
+                key_fn(&entry.msg, &mut h);
+                h.finish128()
+            });
+            let c = colours.get(from).copied().unwrap_or(from as u128);
+            h ^ c.rotate_left(61)
+        });
+        let msg = entry.msg.clone();
         drop(entry);
         let me = self.me;
         with_run("Ctx::recv", |run| {

@@ -157,6 +157,37 @@ pub fn group(nodes: u64, limits: Limits, network: NetworkConfig) -> Model<Node> 
     .quiescence_ok(true)
 }
 
+// ANCHOR: symmetric
+/// The replicas declared interchangeable: raft numbers them 1..=n with
+/// plain `u64`s, so the model names where raft and the store keep them,
+/// by type and field (the crate is not changed; private types by the name
+/// `std::any::type_name` gives them). cmc renames them there, walking the
+/// states by their type information, and counts each state once up to a
+/// renaming of the replicas.
+pub fn interchangeable(model: Model<Node>, nodes: u64) -> Model<Node> {
+    use std::any::type_name;
+    use raft::eraftpb::{ConfState, HardState};
+    model
+        .interchangeable(0..usize::try_from(nodes).unwrap(), |i| i as Id + 1)
+        .ids_in(type_name::<Node>(), &["id", "peers"])
+        .ids_in(type_name::<crate::Volatile>(), &["outbox.0"])
+        .ids_in(type_name::<Message>(), &["from", "to"])
+        .ids_in(type_name::<HardState>(), &["vote"])
+        .ids_in(
+            type_name::<ConfState>(),
+            &["voters", "learners", "voters_outgoing", "learners_next"],
+        )
+        .ids_in("raft::raft::RaftCore", &["id", "vote", "leader_id", "lead_transferee"])
+        .ids_in("raft::raft::SoftState", &["leader_id"])
+        .ids_in("raft::tracker::ProgressTracker", &["progress", "votes"])
+        .ids_in("raft::tracker::Configuration", &["learners", "learners_next"])
+        .ids_in("raft::quorum::majority::Configuration", &["voters"])
+        .ids_in("raft::read_only::ReadIndexStatus", &["acks"])
+        // raft's logger carries `raft_id` as a key-value pair.
+        .ids_in("slog::SingleKV<u64>", &["1"])
+}
+// ANCHOR_END: symmetric
+
 /// Elections: term 1 only, no proposal, no crash.
 pub const ELECTION: Limits = Limits {
     max_term: 1,
@@ -173,6 +204,13 @@ pub fn raft_3_election() -> Model<Node> {
 }
 
 // ANCHOR: crash_model
+/// [`raft_3_election`] with the replicas interchangeable: one state per
+/// renaming of the replicas.
+#[cmc::model]
+pub fn raft_3_election_symmetric() -> Model<Node> {
+    interchangeable(raft_3_election(), 3)
+}
+
 /// Elections with a crash: term 1 only, no proposal, one crash.
 pub const CRASH: Limits = Limits {
     max_term: 1,
@@ -189,6 +227,12 @@ pub fn raft_3_crash() -> Model<Node> {
 }
 // ANCHOR_END: crash_model
 
+/// [`raft_3_crash`] with the replicas interchangeable.
+#[cmc::model]
+pub fn raft_3_crash_symmetric() -> Model<Node> {
+    interchangeable(raft_3_crash(), 3)
+}
+
 /// Replication: terms up to 2, one proposal, no crash.
 pub const REPLICATION: Limits = Limits {
     max_term: 2,
@@ -203,6 +247,12 @@ pub const REPLICATION: Limits = Limits {
 pub fn raft_3_replication() -> Model<Node> {
     group(3, REPLICATION, NetworkConfig::new().capacity(2).lossy(true))
         .sometimes("a_command_is_applied", a_command_is_applied)
+}
+
+/// [`raft_3_replication`] with the replicas interchangeable.
+#[cmc::model]
+pub fn raft_3_replication_symmetric() -> Model<Node> {
+    interchangeable(raft_3_replication(), 3)
 }
 
 /// The bounds of the larger model.
@@ -234,6 +284,12 @@ pub fn raft_3_large() -> Model<Node> {
 #[cmc::model]
 pub fn raft_5_election() -> Model<Node> {
     group(5, ELECTION, NetworkConfig::new().capacity(3))
+}
+
+/// [`raft_5_election`] with the replicas interchangeable.
+#[cmc::model]
+pub fn raft_5_election_symmetric() -> Model<Node> {
+    interchangeable(raft_5_election(), 5)
 }
 
 /// The bounds of the five-replica bench model with crashes and proposals.

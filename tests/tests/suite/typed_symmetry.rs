@@ -88,10 +88,7 @@ fn replica(id: u64) -> Replica {
         acks: HashSet::from([2, 3]),
         next: BTreeMap::from([(1, 7), (2, 5)]),
         log: vec![(1, 1), (2, 3), (3, 2)],
-        outbox: VecDeque::from([
-            Envelope { to: 3, index: 1 },
-            Envelope { to: 1, index: 2 },
-        ]),
+        outbox: VecDeque::from([Envelope { to: 3, index: 1 }, Envelope { to: 1, index: 2 }]),
         parent: Some(Box::new(Replica {
             id: 2,
             term: 1,
@@ -141,7 +138,14 @@ fn a_value_hashed_under_a_renaming_is_the_renamed_value() {
     declare(&IDS).unwrap();
     let ids = vec![1, 2, 3];
     let identity = Renaming::identity(ids.clone());
-    for perm in [[0, 1, 2], [1, 0, 2], [2, 0, 1], [1, 2, 0], [0, 2, 1], [2, 1, 0]] {
+    for perm in [
+        [0, 1, 2],
+        [1, 0, 2],
+        [2, 0, 1],
+        [1, 2, 0],
+        [0, 2, 1],
+        [2, 1, 0],
+    ] {
         let r = replica(1);
         let image = renamed(&r, &perm);
         let by_hand = under(&identity, &image);
@@ -160,7 +164,10 @@ fn a_value_hashed_under_a_renaming_is_the_renamed_value() {
     let masked = Renaming::masked(&ids);
     let base = replica(1);
     let variants = [
-        Replica { id: 2, ..base.clone() },
+        Replica {
+            id: 2,
+            ..base.clone()
+        },
         Replica {
             leader: Some(3),
             ..base.clone()
@@ -174,10 +181,7 @@ fn a_value_hashed_under_a_renaming_is_the_renamed_value() {
             ..base.clone()
         },
         Replica {
-            outbox: VecDeque::from([
-                Envelope { to: 2, index: 1 },
-                Envelope { to: 1, index: 2 },
-            ]),
+            outbox: VecDeque::from([Envelope { to: 2, index: 1 }, Envelope { to: 1, index: 2 }]),
             ..base.clone()
         },
     ];
@@ -189,7 +193,10 @@ fn a_value_hashed_under_a_renaming_is_the_renamed_value() {
     declare(&[]).unwrap();
     let swap = Renaming::new(ids.clone(), vec![1, 0, 2]);
     assert_eq!(under(&swap, &base), under(&identity, &base));
-    assert_ne!(under(&swap, &renamed(&base, &[1, 0, 2])), under(&swap, &base));
+    assert_ne!(
+        under(&swap, &renamed(&base, &[1, 0, 2])),
+        under(&swap, &base)
+    );
 }
 
 /// A list of identifiers in the order they arrived is renamed in its
@@ -230,11 +237,20 @@ fn sorted_lists_are_sets_and_arrival_orders_are_kept() {
 #[test]
 fn what_cannot_be_renamed_is_refused_with_the_reason() {
     let err = declare(&[("suite::typed_symmetry::Replcia", &["id"])]).unwrap_err();
-    assert!(err.contains("no struct named `suite::typed_symmetry::Replcia`"), "{err}");
+    assert!(
+        err.contains("no struct named `suite::typed_symmetry::Replcia`"),
+        "{err}"
+    );
     let err = declare(&[("Replica", &["id"])]).unwrap_err();
-    assert!(err.contains("did you mean `suite::typed_symmetry::Replica`"), "{err}");
+    assert!(
+        err.contains("did you mean `suite::typed_symmetry::Replica`"),
+        "{err}"
+    );
     let err = declare(&[("suite::typed_symmetry::Replica", &["leaders"])]).unwrap_err();
-    assert!(err.contains("has no field `leaders`") && err.contains("leader"), "{err}");
+    assert!(
+        err.contains("has no field `leaders`") && err.contains("leader"),
+        "{err}"
+    );
     // A path that ends at something other than integers.
     let err = declare(&[("suite::typed_symmetry::Replica", &["outbox"])]).unwrap_err();
     assert!(err.contains("outbox"), "{err}");
@@ -352,15 +368,20 @@ fn has_mail(_: &Peer, view: &View<'_, Peer>) -> bool {
 }
 
 fn pingers(n: usize, rule: Rule) -> Model<Peer> {
-    Model::new(format!("typed_pingers_{n}"), n, move |i| Peer::new(i, n, rule))
-        .network(NetworkConfig::new().capacity(2 * n * n))
-        .quiescence_ok(true)
+    Model::new(format!("typed_pingers_{n}"), n, move |i| {
+        Peer::new(i, n, rule)
+    })
+    .network(NetworkConfig::new().capacity(2 * n * n))
+    .quiescence_ok(true)
 }
 
 fn symmetric(n: usize, rule: Rule) -> Model<Peer> {
     pingers(n, rule)
         .interchangeable(0..n, |i| i as u64 + 1)
-        .ids_in("suite::typed_symmetry::Peer", &["id", "pinged", "acked", "heard"])
+        .ids_in(
+            "suite::typed_symmetry::Peer",
+            &["id", "pinged", "acked", "heard"],
+        )
         .ids_in("suite::typed_symmetry::Msg", &["from", "to"])
 }
 
@@ -539,13 +560,16 @@ fn plain_integer_ids_named_by_field_count_the_orbits() {
         assert!(sym.merged > 0 && sym.checked > 0, "{sym:?}");
         // The reduced search walks the types; the others use `Debug`.
         let source = |r: &cmc::CheckResult, role: &str| {
-            r.sources
-                .iter()
-                .find(|s| s.role == role)
-                .map(|s| s.source)
+            r.sources.iter().find(|s| s.role == role).map(|s| s.source)
         };
-        assert_eq!(source(&reduced, "process"), Some(cmc::FingerprintMode::Typed));
-        assert_eq!(source(&reduced, "message"), Some(cmc::FingerprintMode::Typed));
+        assert_eq!(
+            source(&reduced, "process"),
+            Some(cmc::FingerprintMode::Typed)
+        );
+        assert_eq!(
+            source(&reduced, "message"),
+            Some(cmc::FingerprintMode::Typed)
+        );
         assert_eq!(source(&plain, "process"), Some(cmc::FingerprintMode::Debug));
     }
 }

@@ -1115,6 +1115,29 @@ impl Types {
         Ok(Some(self.ty(ty)?))
     }
 
+    /// The concrete types of the program's `dyn` values whose names
+    /// mention `needle` (a type they hold, such as a generic argument),
+    /// built: where a type that only a `dyn` value holds is found.
+    pub(crate) fn dyn_types_naming(&mut self, needle: &str) -> Result<Vec<TyId>, String> {
+        if self.vtables.is_none() {
+            self.vtables = Some(self.list_vtables()?);
+        }
+        let mut dies: Vec<u64> = self
+            .vtables
+            .as_ref()
+            .map(|v| v.values().copied().collect())
+            .unwrap_or_default();
+        dies.sort_unstable();
+        dies.dedup();
+        let mut out = Vec::new();
+        for die in dies {
+            if self.qualified(die)?.contains(needle) {
+                out.push(self.ty(die)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// Every `<T as Trait>::{vtable}` variable of the program: its address
     /// and `T`'s DIE. Reads the top level of every unit, once.
     fn list_vtables(&mut self) -> Result<HashMap<u64, u64>, String> {

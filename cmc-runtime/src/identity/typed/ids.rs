@@ -158,6 +158,17 @@ pub(crate) struct IdPlan {
     touched: Vec<u8>,
 }
 
+/// Whether the type named `name` is the one a declaration names `want`:
+/// by its full name when `want` has generic arguments, else by its name
+/// without them.
+fn matches_name(name: &str, want: &str) -> bool {
+    if want.contains('<') {
+        name == want
+    } else {
+        base(name) == want
+    }
+}
+
 /// A type's name without its generic arguments.
 fn base(name: &str) -> &str {
     name.split('<').next().unwrap_or(name)
@@ -182,15 +193,39 @@ impl IdPlan {
     /// to integers.
     pub(crate) fn declare(
         &mut self,
-        types: &Types,
+        types: &mut Types,
         roots: &[(TyId, &str)],
         decls: &[(String, Vec<String>)],
     ) -> Result<(), String> {
         self.clear();
-        let reachable = reachable(types, roots.iter().map(|r| r.0));
+        let mut reachable = reachable(types, roots.iter().map(|r| r.0));
+        // A type only a `dyn` value holds (a logger's key-value list) is
+        // looked for among the concrete types of the program's `dyn`
+        // values, when a declaration names one not found otherwise.
+        let found = |types: &Types, reachable: &[TyId], want: &str| {
+            reachable
+                .iter()
+                .any(|&t| matches_name(&types.tys[t as usize].name, want))
+        };
+        let mut extra = Vec::new();
+        for (ty, _) in decls {
+            let want = ty.trim();
+            if !want.is_empty() && !found(types, &reachable, want) {
+                extra.extend(types.dyn_types_naming(base(want))?);
+            }
+        }
+        if !extra.is_empty() {
+            let mut seen: std::collections::HashSet<TyId> = reachable.iter().copied().collect();
+            for t in reachable_from(types, extra) {
+                if seen.insert(t) {
+                    reachable.push(t);
+                }
+            }
+        }
+        let types: &Types = types;
         let mut out = Vec::new();
         for (ty, fields) in decls {
-            let want = base(ty.trim());
+            let want = ty.trim();
             if want.is_empty() || fields.is_empty() {
                 return Err(format!(
                     "ids_in({ty:?}, {fields:?}): name a type and at least one field"
@@ -201,12 +236,12 @@ impl IdPlan {
                 .copied()
                 .filter(|&t| {
                     let t = &types.tys[t as usize];
-                    base(&t.name) == want
+                    matches_name(&t.name, want)
                         && matches!(t.shape, Shape::Struct(_) | Shape::Enum { .. })
                 })
                 .collect();
             if matching.is_empty() {
-                let last = want.rsplit("::").next().unwrap_or(want);
+                let last = base(want).rsplit("::").next().unwrap_or(want);
                 let mut similar: Vec<&str> = reachable
                     .iter()
                     .map(|&t| base(&types.tys[t as usize].name))
@@ -291,11 +326,10 @@ impl IdPlan {
         } else if matches!(t.shape, Shape::Struct(_)) {
             // A struct first met after the declarations were checked (a
             // `dyn` value's): by its name.
-            let name = base(&t.name);
             let paths: Vec<Arc<[String]>> = self
                 .decls
                 .iter()
-                .filter(|d| d.0 == name)
+                .filter(|d| matches_name(&t.name, &d.0))
                 .flat_map(|d| d.1.iter().cloned())
                 .collect();
             (!paths.is_empty()).then(|| field_rests(types, ty, &paths))
@@ -344,6 +378,10 @@ fn field_rests(types: &Types, ty: TyId, paths: &[Arc<[String]>]) -> Arc<[Option<
             (!rests.is_empty()).then(|| Rests::from(rests))
         })
         .collect()
+}
+
+fn reachable_from(types: &Types, roots: Vec<TyId>) -> Vec<TyId> {
+    reachable(types, roots.into_iter())
 }
 
 /// Every type a value of the `roots` may hold.
@@ -452,19 +490,19 @@ fn check_ids(types: &Types, ty: TyId, seen: &mut Vec<TyId>) -> Result<(), String
         // struct with named fields names the one that holds them.
         // (A wrapper of one value, such as `HashMap`'s of hashbrown's,
         // passes through.)
-        Shape::Struct(fields) => match fields
-            .iter()
-            .find(|f| !f.2.starts_with("__"))
-            .filter(|_| fields.iter().filter(|f| types.tys[f.1 as usize].size > 0).count() > 1)
-        {
+        Shape::Struct(fields) => match fields.iter().find(|f| !f.2.starts_with("__")).filter(|_| {
+            fields
+                .iter()
+                .filter(|f| types.tys[f.1 as usize].size > 0)
+                .count()
+                > 1
+        }) {
             Some(f) => Err(format!(
                 "it holds a {}, a struct: name its field that holds identifiers \
                  (such as `….{}`)",
                 t.name, f.2
             )),
-            None => fields
-                .iter()
-                .try_for_each(|f| check_ids(types, f.1, seen)),
+            None => fields.iter().try_for_each(|f| check_ids(types, f.1, seen)),
         },
         Shape::Enum { variants, .. } => variants
             .iter()

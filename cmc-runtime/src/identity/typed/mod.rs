@@ -130,16 +130,18 @@ pub fn declare_ids(roots: &[Root], decls: &[(String, Vec<String>)]) -> Result<()
             return Ok(());
         }
         if roots.is_empty() {
-            return Err("Model::ids_in names fields that hold identifiers for the walk by \
+            return Err(
+                "Model::ids_in names fields that hold identifiers for the walk by \
                         type information, but every type of this model is fingerprinted by \
                         its StateHash: derive cmc::ProcessId on the identifier type instead"
-                .into());
+                    .into(),
+            );
         }
         let mut ids = Vec::new();
         for r in roots {
             ids.push((resolve(st, r)?, r.name));
         }
-        let types = st.types.as_ref().map_err(|e| e.clone())?;
+        let types = st.types.as_mut().map_err(|e| e.clone())?;
         st.scratch.ids.declare(types, &ids, decls)
     })
 }

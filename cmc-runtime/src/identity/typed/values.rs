@@ -583,14 +583,7 @@ impl<'t> Walker<'t> {
     }
 
     /// `count` values of `elem` at `ptr`, which is checked first.
-    fn elements(
-        &mut self,
-        elem: TyId,
-        ptr: usize,
-        count: usize,
-        h: &mut StateHasher,
-        mode: &Mode,
-    ) {
+    fn elements(&mut self, elem: TyId, ptr: usize, count: usize, h: &mut StateHasher, mode: &Mode) {
         let stride = self.size(elem);
         if count == 0 || stride == 0 {
             return;
