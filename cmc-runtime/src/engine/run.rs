@@ -416,7 +416,7 @@ impl<'m, P: Process> Engine<'m, P> {
             lo = fmix64(lo ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             hi = fmix64(hi.rotate_left(29) ^ lo);
         }
-        let key = (u128::from(hi) << 64) | u128::from(fmix64(lo ^ 0x6f72_6269_74));
+        let key = (u128::from(hi) << 64) | u128::from(fmix64(lo ^ 0x006f_7262_6974));
         let masked = self
             .fp
             .symmetry

@@ -249,7 +249,11 @@ mod tests {
 
     fn group(processes: Vec<usize>) -> Interchangeable {
         let ids = processes.iter().map(|&p| 100 + p as u64).collect();
-        Interchangeable { processes, ids }
+        Interchangeable {
+            processes,
+            ids,
+            plain: false,
+        }
     }
 
     #[test]
@@ -330,6 +334,7 @@ mod tests {
         let same = Interchangeable {
             processes: vec![0, 1],
             ids: vec![4, 4],
+            plain: false,
         };
         assert!(Symmetry::new(&[same], 2)
             .unwrap_err()

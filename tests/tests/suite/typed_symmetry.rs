@@ -385,11 +385,14 @@ fn symmetric(n: usize, rule: Rule) -> Model<Peer> {
         .ids_in("suite::typed_symmetry::Msg", &["from", "to"])
 }
 
+/// A peer of the reference: id, pinged (sorted), acked, heard, ticked.
+type Frozen = (u64, Vec<u64>, Vec<u64>, Vec<u64>, bool);
+
 /// A state of the reference: peers, messages in flight (to, from, msg)
 /// as a sorted multiset, pending timers.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct State {
-    peers: Vec<(u64, Vec<u64>, Vec<u64>, Vec<u64>, bool)>,
+    peers: Vec<Frozen>,
     net: Vec<(usize, usize, Msg)>,
     timers: Vec<bool>,
 }

@@ -36,6 +36,9 @@ use super::dwarf::{Shape, TyId, Types};
 /// a list of field names; an empty one: the value itself is identifiers).
 pub(crate) type Rests = Arc<[Arc<[String]>]>;
 
+/// The paths each field of a declared struct is on.
+pub(crate) type Fields = Arc<[Option<Rests>]>;
+
 /// How the walk reads a value for identifiers.
 #[derive(Clone)]
 pub(crate) enum Mode {
@@ -148,10 +151,10 @@ pub(crate) struct IdPlan {
     decls: Vec<(String, Vec<Arc<[String]>>)>,
     /// Per type, once looked up: the paths of each of its fields, if it
     /// is declared.
-    by_ty: Vec<Option<Option<Arc<[Option<Rests>]>>>>,
+    by_ty: Vec<Option<Option<Fields>>>,
     /// The structs (and enums' variants) the declarations name, found when
     /// they were checked.
-    explicit: std::collections::HashMap<TyId, Arc<[Option<Rests>]>>,
+    explicit: std::collections::HashMap<TyId, Fields>,
     /// Per type, once looked up (for plain types): 2 when it holds a
     /// declared type (so its bytes cannot be hashed in one run), 1 when
     /// not.
@@ -312,7 +315,7 @@ impl IdPlan {
     }
 
     /// The paths of each field of `ty`, if a declaration names it.
-    pub(crate) fn declared(&mut self, types: &Types, ty: TyId) -> Option<Arc<[Option<Rests>]>> {
+    pub(crate) fn declared(&mut self, types: &Types, ty: TyId) -> Option<Fields> {
         let i = ty as usize;
         if self.by_ty.len() <= i {
             self.by_ty.resize(types.tys.len().max(i + 1), None);
@@ -363,7 +366,7 @@ impl IdPlan {
 }
 
 /// The paths each field of the struct `ty` is on (what remains of them).
-fn field_rests(types: &Types, ty: TyId, paths: &[Arc<[String]>]) -> Arc<[Option<Rests>]> {
+fn field_rests(types: &Types, ty: TyId, paths: &[Arc<[String]>]) -> Fields {
     let Shape::Struct(fields) = &types.tys[ty as usize].shape else {
         return Arc::from(Vec::new());
     };
