@@ -157,14 +157,22 @@ impl<P: Process> Engine<'_, P> {
                     .find(|(_, fp)| !other.contains(fp))
                     .map(|(script, _)| script.clone())
             };
-            let effect_s = odd(ours, &yours).map(|c| self.effect(s, s_node, *event, &c));
-            let effect_t = odd(theirs, &mine).map(|c| self.effect(t, t_node, image, &c));
+            let (odd_s, odd_t) = (odd(ours, &yours), odd(theirs, &mine));
+            let effect_s = odd_s.as_ref().map(|c| self.effect(s, s_node, *event, c));
+            let effect_t = odd_t.as_ref().map(|c| self.effect(t, t_node, image, c));
+            let field = match (&odd_s, &odd_t) {
+                (Some(cs), Some(ct)) => self
+                    .first_difference((s, s_node, *event, cs), (t, t_node, image, ct), perm)
+                    .map(|d| format!(". The first field where the successors differ: {d}"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
             let shown =
                 |e: Option<String>| e.unwrap_or_else(|| "nothing the other does not".into());
             return Some(format!(
                 "{said}: `{name}` of {} reaches {} orbit(s) from the state, `{name}` of {} \
                  reaches {} from its image, {} of them other. From the state, {}; from its \
-                 image, {}",
+                 image, {}{field}",
                 self.actor_name(event.actor),
                 mine.len(),
                 self.actor_name(image.actor),
@@ -186,6 +194,138 @@ impl<P: Process> Engine<'_, P> {
             ));
         }
         None
+    }
+
+    /// Where the successor of run `a` (state, node, event, choices) of the
+    /// state, renamed by `perm`, first differs from the successor of run
+    /// `b` of its image: a process and a field, for process types walked by
+    /// their type information (whose walk can show what it hashes, renamed).
+    fn first_difference(
+        &mut self,
+        a: (StateId, u32, Event, &Vec<usize>),
+        b: (StateId, u32, Event, &Vec<usize>),
+        perm: &[usize],
+    ) -> Option<String> {
+        use crate::model::FingerprintMode;
+        if !matches!(
+            self.fp.process,
+            super::fingerprint::Chosen::Value(FingerprintMode::Typed, _)
+        ) {
+            return None;
+        }
+        let sym = self.fp.symmetry.as_ref()?;
+        let (renamed, identity) = (sym.renaming(perm), sym.identity.clone());
+        let (ours, net_s) = self.dumps(a, &renamed, perm)?;
+        let identity_perm: Vec<usize> = (0..perm.len()).collect();
+        let (theirs, net_t) = self.dumps(b, &identity, &identity_perm)?;
+        // The network: messages (renamed ends, renamed contents) and timers.
+        let key = |e: &(usize, usize, u128, String)| (e.0, e.1, e.2);
+        let mut pool: Vec<(usize, usize, u128)> = net_t.iter().map(key).collect();
+        for m in &net_s {
+            match pool.iter().position(|k| *k == key(m)) {
+                Some(at) => {
+                    pool.swap_remove(at);
+                }
+                None => {
+                    let other: Vec<&str> = net_t
+                        .iter()
+                        .filter(|n| !net_s.iter().any(|x| key(x) == key(n)))
+                        .map(|n| n.3.as_str())
+                        .collect();
+                    return Some(format!(
+                        "in flight after the state's run: {} (renamed), which the image's \
+                         successor does not hold (it holds {})",
+                        m.3,
+                        if other.is_empty() {
+                            "nothing else".to_string()
+                        } else {
+                            other.join("; ")
+                        }
+                    ));
+                }
+            }
+        }
+        for (i, mine) in ours.iter().enumerate() {
+            let yours = &theirs[perm[i]];
+            // Lines of one not among the other's (maps and sets show their
+            // entries in storage order).
+            let mut pool: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+            for l in yours.lines() {
+                *pool.entry(l).or_default() += 1;
+            }
+            let odd = mine.lines().find(|l| match pool.get_mut(l) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    false
+                }
+                _ => true,
+            });
+            if let Some(line) = odd {
+                let field = line.split(" = ").next().unwrap_or(line);
+                let other = yours
+                    .lines()
+                    .find(|l| l.split(" = ").next() == Some(field))
+                    .unwrap_or("(no such field)");
+                return Some(format!(
+                    "process {i}'s `{line}` (renamed), where process {}'s successor holds `{other}`",
+                    perm[i]
+                ));
+            }
+        }
+        None
+    }
+
+    /// The typed dumps of every process of the successor of a run, under
+    /// `renaming`.
+    #[allow(clippy::type_complexity)]
+    fn dumps(
+        &mut self,
+        (state, node, event, choices): (StateId, u32, Event, &Vec<usize>),
+        renaming: &crate::identity::rename::Renaming,
+        perm: &[usize],
+    ) -> Option<(Vec<String>, Vec<(usize, usize, u128, String)>)> {
+        self.load(state);
+        self.set_node(node);
+        let outcome = self.run(event, choices.clone(), 0, false, state);
+        if outcome.panic.is_some() || outcome.model_error.is_some() {
+            return None;
+        }
+        let _sys = crate::sys::scope::system_scope();
+        let mut out = Vec::with_capacity(self.roots.len());
+        for &root in &self.roots {
+            // SAFETY: a live root of the loaded successor.
+            let p = unsafe { &*root };
+            let dump = crate::identity::rename::hashing_renamed(renaming, || {
+                crate::identity::typed::dump(p)
+            });
+            out.push(dump.ok()?);
+        }
+        // SAFETY: the environment root is live in every state.
+        let env = unsafe { &*self.env };
+        let key_fn = env.key_fn();
+        let mut net = Vec::new();
+        for m in &env.msgs {
+            let h = crate::identity::rename::hashing_renamed(renaming, || {
+                let mut h = crate::identity::hasher::StateHasher::default();
+                key_fn(&m.msg, &mut h);
+                h.finish128()
+            });
+            let (to, from) = (perm[m.to as usize], perm[m.from as usize]);
+            let mut shown = format!("{:?} from process {from} to process {to}", m.msg);
+            if let Ok(d) = crate::identity::rename::hashing_renamed(renaming, || {
+                crate::identity::typed::dump(&m.msg)
+            }) {
+                shown.push_str(" {{");
+                shown.push_str(&d.lines().collect::<Vec<_>>().join("; "));
+                shown.push_str("}}");
+            }
+            net.push((to, from, h, shown));
+        }
+        for &(p, name) in &env.timers {
+            let p = perm[p as usize];
+            net.push((p, usize::MAX, u128::from(name), format!("a timer of process {p}")));
+        }
+        Some((out, net))
     }
 
     /// What the run of `event` with `choices` from `state` did: the lines

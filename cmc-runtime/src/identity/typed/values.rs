@@ -239,6 +239,16 @@ impl<'t> Walker<'t> {
         }
     }
 
+    /// Feeds a process identifier to `h` (renamed, under a renaming).
+    fn put_id(&mut self, h: &mut StateHasher, id: u64) {
+        h.write_process_id(id);
+        if let Some(log) = &mut self.log {
+            use std::fmt::Write;
+            let shown = crate::identity::rename::peek(id);
+            let _ = writeln!(log.out, "{} = process id {shown}", log.path.join("."));
+        }
+    }
+
     /// Feeds a word that may point into the program to `h`.
     fn put_word(&mut self, h: &mut StateHasher, w: usize) {
         h.write_usize(w);
@@ -292,10 +302,10 @@ impl<'t> Walker<'t> {
             match *shape {
                 Shape::Skip => {}
                 Shape::Plain if ids => match super::ids::integer_size(self.types, ty) {
-                    Some(n) => h.write_process_id(read_uint(addr, n)),
+                    Some(n) => self.put_id(h, read_uint(addr, n)),
                     None => self.put(h, std::slice::from_raw_parts(addr as *const u8, size)),
                 },
-                Shape::Word if ids => h.write_process_id(read::<usize>(addr) as u64),
+                Shape::Word if ids => self.put_id(h, read::<usize>(addr) as u64),
                 Shape::Plain | Shape::Opaque => {
                     self.put(h, std::slice::from_raw_parts(addr as *const u8, size))
                 }
