@@ -323,7 +323,12 @@ impl<P: Process> Engine<'_, P> {
         }
         for &(p, name) in &env.timers {
             let p = perm[p as usize];
-            net.push((p, usize::MAX, u128::from(name), format!("a timer of process {p}")));
+            net.push((
+                p,
+                usize::MAX,
+                u128::from(name),
+                format!("a timer of process {p}"),
+            ));
         }
         Some((out, net))
     }

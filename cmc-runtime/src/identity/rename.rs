@@ -265,12 +265,13 @@ pub(crate) fn active() -> bool {
 /// `id` under the active renaming (or `id`), not counted as written: for
 /// showing what a hash wrote.
 pub(crate) fn peek(id: u64) -> u64 {
-    ACTIVE.with(|a| {
-        let r = a.get();
-        // SAFETY: as in `rename`.
-        (!r.is_null()).then(|| unsafe { &*r }.rename(id))
-    })
-    .unwrap_or(id)
+    ACTIVE
+        .with(|a| {
+            let r = a.get();
+            // SAFETY: as in `rename`.
+            (!r.is_null()).then(|| unsafe { &*r }.rename(id))
+        })
+        .unwrap_or(id)
 }
 
 /// `id` under the active renaming, or `id` when none is active.

@@ -129,6 +129,22 @@ mod clean {
         assert_eq!(dfs.stats.unique, r.stats.unique);
     }
 
+    /// The election with the replicas interchangeable, every merge of a
+    /// state with another of its orbit checked (`--check-symmetry`): no
+    /// asymmetry, and one state per orbit (the factor against the same
+    /// model unreduced is in the book's raft chapter).
+    #[test]
+    #[ignore = "about nine minutes with every merge checked; run with --ignored"]
+    fn the_symmetric_election_holds_its_symmetry() {
+        let r = check(
+            raft_kv::model::raft_3_election_symmetric().check_symmetry(cmc::SymmetryCheck::All),
+        );
+        assert_eq!(r.verdict, Verdict::Pass, "{}", r.summary());
+        let sym = r.stats.symmetry.expect("symmetry statistics");
+        assert!(sym.merged > 0 && sym.checked > 0, "{sym:?}");
+        assert_eq!(sym.inexact, 0);
+    }
+
     /// Two minutes of bounded search: a bench more than a test (`cargo
     /// test --release -- --ignored`).
     #[test]
@@ -214,6 +230,19 @@ mod send_before_persist {
     fn its_trace_replays() {
         replays(raft_3_crash, &finds(raft_3_crash, "election_safety", 7));
     }
+
+    /// With the replicas interchangeable (one state per orbit), the bug
+    /// is found too, and its trace replays.
+    #[test]
+    fn found_with_the_replicas_interchangeable() {
+        use raft_kv::model::raft_3_crash_symmetric;
+        let r = check(raft_3_crash_symmetric());
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary());
+        let v = &r.violations[0];
+        assert_eq!(v.record.property, "election_safety", "{v}");
+        assert!(v.trace.symmetric, "the trace records the reduction");
+        replays(raft_3_crash_symmetric, &r);
+    }
 }
 
 #[cfg(feature = "bug-restart-without-hardstate")]
@@ -230,6 +259,19 @@ mod restart_without_hardstate {
     #[test]
     fn its_trace_replays() {
         replays(raft_3_crash, &finds(raft_3_crash, "election_safety", 11));
+    }
+
+    /// With the replicas interchangeable (one state per orbit), the bug
+    /// is found too, and its trace replays.
+    #[test]
+    fn found_with_the_replicas_interchangeable() {
+        use raft_kv::model::raft_3_crash_symmetric;
+        let r = check(raft_3_crash_symmetric());
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary());
+        let v = &r.violations[0];
+        assert_eq!(v.record.property, "election_safety", "{v}");
+        assert!(v.trace.symmetric, "the trace records the reduction");
+        replays(raft_3_crash_symmetric, &r);
     }
 }
 
@@ -252,6 +294,19 @@ mod apply_uncommitted {
             &finds(raft_3_replication, "leader_completeness", 10),
         );
     }
+
+    /// With the replicas interchangeable (one state per orbit), the bug
+    /// is found too, and its trace replays.
+    #[test]
+    fn found_with_the_replicas_interchangeable() {
+        use raft_kv::model::raft_3_replication_symmetric;
+        let r = check(raft_3_replication_symmetric());
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary());
+        let v = &r.violations[0];
+        assert_eq!(v.record.property, "leader_completeness", "{v}");
+        assert!(v.trace.symmetric, "the trace records the reduction");
+        replays(raft_3_replication_symmetric, &r);
+    }
 }
 
 #[cfg(feature = "bug-hardstate-with-entries-only")]
@@ -266,5 +321,18 @@ mod hardstate_with_entries_only {
         // candidate of the same term.
         let r = finds(raft_3_crash, "election_safety", 11);
         replays(raft_3_crash, &r);
+    }
+
+    /// With the replicas interchangeable (one state per orbit), the bug
+    /// is found too, and its trace replays.
+    #[test]
+    fn found_with_the_replicas_interchangeable() {
+        use raft_kv::model::raft_3_crash_symmetric;
+        let r = check(raft_3_crash_symmetric());
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary());
+        let v = &r.violations[0];
+        assert_eq!(v.record.property, "election_safety", "{v}");
+        assert!(v.trace.symmetric, "the trace records the reduction");
+        replays(raft_3_crash_symmetric, &r);
     }
 }
