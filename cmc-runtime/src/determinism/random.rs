@@ -356,12 +356,26 @@ struct Orbit {
 
 thread_local! {
     static ORBIT: std::cell::RefCell<Option<Orbit>> = const { std::cell::RefCell::new(None) };
+    /// Whether the transition's run made a choice by index (`cmc::choose`)
+    /// under an orbit key: an index is not named up to renaming (the k-th
+    /// peer of one state is not the k-th of its image), so what the run
+    /// drew after it may differ between twins.
+    static BY_INDEX: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the last run under an orbit key chose by index (see
+/// `BY_INDEX`).
+pub(crate) fn chose_by_index() -> bool {
+    BY_INDEX.with(Cell::get)
 }
 
 /// Sets (or clears) the orbit key of the transition about to run; its
 /// draws are seeded from `key` already ([`seed_for`]).
 pub(crate) fn set_orbit(orbit: Option<(u128, crate::identity::rename::Renaming, Vec<u128>)>) {
     let _sys = crate::sys::scope::system_scope();
+    if orbit.is_some() {
+        BY_INDEX.with(|b| b.set(false));
+    }
     ORBIT.with(|o| {
         *o.borrow_mut() = orbit.map(|(key, masked, colours)| Orbit {
             key,
@@ -376,11 +390,15 @@ pub(crate) fn set_orbit(orbit: Option<(u128, crate::identity::rename::Renaming, 
 /// `label` (given the masked renaming and the processes' colours: what
 /// the choice picked, named up to a renaming). Nothing otherwise.
 pub(crate) fn orbit_choice(
+    by_index: bool,
     label: impl FnOnce(&crate::identity::rename::Renaming, &[u128]) -> u128,
 ) {
     let key = ORBIT.with(|o| {
         let mut o = o.borrow_mut();
         let o = o.as_mut()?;
+        if by_index {
+            BY_INDEX.with(|b| b.set(true));
+        }
         let l = label(&o.masked, &o.colours);
         use crate::sys::hash::fmix64;
         let lo = fmix64(o.key as u64 ^ fmix64(l as u64));

@@ -22,9 +22,10 @@ pub(crate) struct Behaviour {
     pub(crate) verdict: Option<String>,
     /// The enabled events, each with the smallest images of its runs'
     /// successors (a run that failed counts as the kind of its failure),
-    /// and whether a run drew randomness (whose seed is the event's, so
-    /// twins draw different values: such an event's successors are not
-    /// compared).
+    /// and whether a run drew randomness after a choice by index (twins
+    /// draw alike, their seeds being the orbit's, but the k-th choice of
+    /// one is not the k-th of the other: such an event's successors are
+    /// not compared).
     pub(crate) events: Vec<(Event, Vec<Run>, bool)>,
 }
 
@@ -66,7 +67,10 @@ impl<P: Process> Engine<'_, P> {
                 self.load(state);
                 self.set_node(node);
                 let mut outcome = self.run(event, script.clone(), 0, false, state);
-                drew |= outcome.drew || crate::determinism::random::drew();
+                // Twins draw alike (the seed is the orbit's), unless the
+                // run chose by index before it drew.
+                drew |= (outcome.drew || crate::determinism::random::drew())
+                    && crate::determinism::random::chose_by_index();
                 if outcome.thread_error.is_some() || outcome.global_error.is_some() {
                     return None;
                 }

@@ -45,6 +45,12 @@ impl StateHasher {
     pub fn renaming(&self) -> bool {
         active()
     }
+
+    /// `id` as the active renaming writes it (not counted as written):
+    /// for showing what a hash wrote.
+    pub(crate) fn renamed_id(&self, id: u64) -> u64 {
+        peek(id)
+    }
 }
 
 /// A type that names processes: `#[derive(cmc::ProcessId)]` on a newtype

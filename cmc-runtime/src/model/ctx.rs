@@ -514,15 +514,16 @@ fn with_run<R>(what: &str, f: impl FnOnce(&mut Run) -> R) -> R {
     }
 }
 
-#[track_caller]
 /// [`choice`], which the draws after it depend on under symmetry
 /// reduction (see `determinism::random::orbit_choice`).
+#[track_caller]
 fn choice_labelled(n: usize, what: &str) -> usize {
     let v = choice(n, what);
-    crate::determinism::random::orbit_choice(|_, _| v as u128);
+    crate::determinism::random::orbit_choice(false, |_, _| v as u128);
     v
 }
 
+#[track_caller]
 fn choice(n: usize, what: &str) -> usize {
     match pick(n, what) {
         Ok(value) => value,
@@ -590,7 +591,7 @@ pub fn choose(n: usize) -> usize {
         "cmc::choose(0): there is nothing to choose from (n must be at least 1)"
     );
     let v = choice(n, "cmc::choose");
-    crate::determinism::random::orbit_choice(|_, _| v as u128);
+    crate::determinism::random::orbit_choice(true, |_, _| v as u128);
     v
 }
 
@@ -820,7 +821,7 @@ impl<P: Process> Ctx<'_, P> {
         // Under symmetry reduction, what the handler draws next depends on
         // the message received named up to a renaming, not on its place.
         let key_fn = self.env().key_fn();
-        crate::determinism::random::orbit_choice(|masked, colours| {
+        crate::determinism::random::orbit_choice(false, |masked, colours| {
             let _sys = system_scope();
             let h = crate::identity::rename::hashing_renamed(masked, || {
                 let mut h = crate::identity::hasher::StateHasher::default();

@@ -234,6 +234,7 @@ mod send_before_persist {
     /// With the replicas interchangeable (one state per orbit), the bug
     /// is found too, and its trace replays.
     #[test]
+    #[ignore = "not yet run to completion on the reference machine (the symmetric models' network holds 8 messages): run with --ignored"]
     fn found_with_the_replicas_interchangeable() {
         use raft_kv::model::raft_3_crash_symmetric;
         let r = check(raft_3_crash_symmetric());
@@ -264,6 +265,7 @@ mod restart_without_hardstate {
     /// With the replicas interchangeable (one state per orbit), the bug
     /// is found too, and its trace replays.
     #[test]
+    #[ignore = "not yet run to completion on the reference machine (the symmetric models' network holds 8 messages): run with --ignored"]
     fn found_with_the_replicas_interchangeable() {
         use raft_kv::model::raft_3_crash_symmetric;
         let r = check(raft_3_crash_symmetric());
@@ -298,6 +300,7 @@ mod apply_uncommitted {
     /// With the replicas interchangeable (one state per orbit), the bug
     /// is found too, and its trace replays.
     #[test]
+    #[ignore = "not yet run to completion on the reference machine (the symmetric models' network holds 8 messages): run with --ignored"]
     fn found_with_the_replicas_interchangeable() {
         use raft_kv::model::raft_3_replication_symmetric;
         let r = check(raft_3_replication_symmetric());
@@ -326,6 +329,7 @@ mod hardstate_with_entries_only {
     /// With the replicas interchangeable (one state per orbit), the bug
     /// is found too, and its trace replays.
     #[test]
+    #[ignore = "not yet run to completion on the reference machine (the symmetric models' network holds 8 messages): run with --ignored"]
     fn found_with_the_replicas_interchangeable() {
         use raft_kv::model::raft_3_crash_symmetric;
         let r = check(raft_3_crash_symmetric());

@@ -1,6 +1,6 @@
 //! Process identifiers that are plain integers, named by type and field
 //! ([`Model::ids_in`](crate::Model::ids_in)): under a renaming of
-//! interchangeable processes ([`crate::identity::rename`]), the typed walk
+//! interchangeable processes (`identity::rename`), the typed walk
 //! writes the integers at those fields as process identifiers.
 //!
 //! A declaration is a type's name (as `std::any::type_name` writes it,

@@ -91,7 +91,7 @@ pub(crate) struct Walker<'t> {
     /// `field.path = hex` (see [`super::dump`]).
     pub(crate) log: Option<Log>,
     /// Whether process identifiers are renamed in this walk: a renaming is
-    /// active ([`crate::identity::rename`]) and the model declares where
+    /// active (`StateHasher::renaming`) and the model declares where
     /// its identifiers are.
     renaming: bool,
 }
@@ -210,7 +210,7 @@ impl<'t> Walker<'t> {
     pub(crate) fn new(types: &'t mut Types, s: &'t mut Scratch) -> Self {
         s.memo.clear();
         s.path.clear();
-        let renaming = !s.ids.is_empty() && crate::identity::rename::active();
+        let renaming = !s.ids.is_empty() && StateHasher::default().renaming();
         Walker {
             types,
             s,
@@ -244,7 +244,7 @@ impl<'t> Walker<'t> {
         h.write_process_id(id);
         if let Some(log) = &mut self.log {
             use std::fmt::Write;
-            let shown = crate::identity::rename::peek(id);
+            let shown = h.renamed_id(id);
             let _ = writeln!(log.out, "{} = process id {shown}", log.path.join("."));
         }
     }
@@ -809,7 +809,8 @@ impl<'t> Walker<'t> {
 struct Set {
     on: bool,
     sum: u128,
-    one: StateHasher,
+    /// The element being hashed, when a set.
+    one: Option<StateHasher>,
 }
 
 impl Set {
@@ -817,15 +818,14 @@ impl Set {
         Set {
             on,
             sum: 0,
-            one: StateHasher::default(),
+            one: None,
         }
     }
 
     /// Where the next element is hashed.
     fn element<'a>(&'a mut self, h: &'a mut StateHasher) -> &'a mut StateHasher {
         if self.on {
-            self.one = StateHasher::default();
-            &mut self.one
+            self.one.insert(StateHasher::default())
         } else {
             h
         }
@@ -833,8 +833,8 @@ impl Set {
 
     /// The element hashed into [`Set::element`] is complete.
     fn add(&mut self) {
-        if self.on {
-            self.sum = self.sum.wrapping_add(self.one.finish128());
+        if let Some(one) = self.one.take() {
+            self.sum = self.sum.wrapping_add(one.finish128());
         }
     }
 
