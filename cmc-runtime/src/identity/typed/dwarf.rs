@@ -104,6 +104,26 @@ pub(crate) enum Shape {
     },
 }
 
+impl Shape {
+    /// The types a value of this shape holds.
+    pub(crate) fn children(&self) -> Vec<TyId> {
+        use Shape::*;
+        match self {
+            Struct(f) => f.iter().map(|f| f.1).collect(),
+            Array { elem, .. } | Vec { elem, .. } | Deque { elem, .. } | Table { elem, .. } => {
+                vec![*elem]
+            }
+            Enum { variants, .. } => variants.iter().map(|v| v.1).collect(),
+            Ptr(p) => vec![*p],
+            Slice { pointee, tail } => std::iter::once(*pointee).chain(tail.map(|t| t.1)).collect(),
+            Dyn { head, .. } => head.iter().copied().collect(),
+            BTree(b) => vec![b.key, b.val],
+            Weak { ty, .. } => vec![*ty],
+            _ => std::vec::Vec::new(),
+        }
+    }
+}
+
 /// Where a B-tree keeps its parts.
 #[derive(Debug, Clone)]
 pub(crate) struct BTreeShape {

@@ -397,7 +397,7 @@ fn reachable(types: &Types, roots: impl Iterator<Item = TyId>) -> Vec<TyId> {
             continue;
         }
         out.push(t);
-        stack.extend(super::children(&types.tys[t as usize].shape));
+        stack.extend(types.tys[t as usize].shape.children());
     }
     out
 }

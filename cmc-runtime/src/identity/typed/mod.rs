@@ -212,7 +212,7 @@ pub fn guesses<T>() -> Vec<String> {
             if matches!(t.shape, dwarf::Shape::Opaque) {
                 out.insert(format!("{} (by its bytes)", t.name));
             }
-            for c in children(&t.shape) {
+            for c in t.shape.children() {
                 stack.push((c, t.name.clone()));
             }
         }
@@ -259,7 +259,7 @@ pub fn describe<T>() -> Result<String, String> {
             if !seen.insert(id) || depth > 8 {
                 continue;
             }
-            for c in children(&t.shape).into_iter().rev() {
+            for c in t.shape.children().into_iter().rev() {
                 stack.push((c, depth + 1));
             }
         }
@@ -288,22 +288,5 @@ fn shape_name(s: &dwarf::Shape) -> &'static str {
         Weak { .. } => "weak",
         Bytes { .. } => "bytes",
         SmallVec { .. } => "smallvec",
-    }
-}
-
-fn children(s: &dwarf::Shape) -> Vec<TyId> {
-    use dwarf::Shape::*;
-    match s {
-        Struct(f) => f.iter().map(|f| f.1).collect(),
-        Array { elem, .. } | Vec { elem, .. } | Deque { elem, .. } | Table { elem, .. } => {
-            vec![*elem]
-        }
-        Enum { variants, .. } => variants.iter().map(|v| v.1).collect(),
-        Ptr(p) => vec![*p],
-        Slice { pointee, tail } => std::iter::once(*pointee).chain(tail.map(|t| t.1)).collect(),
-        Dyn { head, .. } => head.iter().copied().collect(),
-        BTree(b) => vec![b.key, b.val],
-        Weak { ty, .. } => vec![*ty],
-        _ => std::vec::Vec::new(),
     }
 }
