@@ -113,7 +113,7 @@ fn resolve(st: &mut State, root: &Root) -> Result<TyId, String> {
 }
 
 /// Declares where the states of a check hold process identifiers as plain
-/// integers (see [`ids`]): `decls` are (type name, field paths), `roots`
+/// integers (see `Model::ids_in`): `decls` are (type name, field paths), `roots`
 /// the types the typed walk hashes. Checked against the type information;
 /// an empty `decls` forgets the last check's.
 pub fn declare_ids(roots: &[Root], decls: &[(String, Vec<String>)]) -> Result<(), String> {
