@@ -135,53 +135,63 @@ pub mod private {
         isolated: bool,
     ) -> Result<Model<P>, CheckError> {
         if isolated {
-            let watch = crate::engine::isolate::Watch {
-                transition_timeout: Some(crate::model::DEFAULT_TRANSITION_TIMEOUT),
-                deadline: None,
-            };
-            let probe = crate::engine::isolate::run_in_child(watch, || {
-                crate::engine::isolate::phase(crate::engine::isolate::IN_BUILD, 0, 0, 0, 0);
+            // The probe's report is not generic: one copy for every model.
+            probe_build(path, &|| {
                 let _ = crate::model::ctx::user_code(false, &build);
-                crate::engine::isolate::phase(crate::engine::isolate::IN_CHECKER, 0, 0, 0, 0);
-                "built".to_string()
             })?;
-            if let crate::engine::isolate::ChildEnd::Ended(ended) = probe {
-                let how = match ended.how {
-                    crate::engine::isolate::How::Signal(s) => {
-                        format!(
-                            "crashed: killed by {}",
-                            crate::engine::isolate::signal_name(s)
-                        )
-                    }
-                    crate::engine::isolate::How::Exit(status) => {
-                        format!("ended the process with exit status {status}")
-                    }
-                    crate::engine::isolate::How::Hung(limit) => {
-                        format!("did not return within {} s", limit.as_secs_f64())
-                    }
-                    crate::engine::isolate::How::Deadline => "did not return".to_string(),
-                    crate::engine::isolate::How::Interrupted(s, _) => {
-                        format!(
-                            "was interrupted by {}",
-                            crate::engine::isolate::signal_name(s)
-                        )
-                    }
-                    // One child: no other worker to end before it.
-                    crate::engine::isolate::How::Abandoned => "was stopped".to_string(),
-                };
-                let tail = ended.stderr.trim();
-                return Err(CheckError::Model(if tail.is_empty() {
-                    format!("building `{path}` {how}")
-                } else {
-                    format!("building `{path}` {how} ({tail})")
-                }));
-            }
         }
         crate::model::ctx::user_code(false, build).map_err(|(message, location)| {
             CheckError::Model(format!(
                 "building `{path}` failed: {message} (at {location})"
             ))
         })
+    }
+
+    /// Runs `run` (a model's builder) once in a child process: a crash, an
+    /// exit or a hang there is an error naming the model at `path`.
+    fn probe_build(path: &'static str, run: &dyn Fn()) -> Result<(), CheckError> {
+        let watch = crate::engine::isolate::Watch {
+            transition_timeout: Some(crate::model::DEFAULT_TRANSITION_TIMEOUT),
+            deadline: None,
+        };
+        let probe = crate::engine::isolate::run_in_child(watch, || {
+            crate::engine::isolate::phase(crate::engine::isolate::IN_BUILD, 0, 0, 0, 0);
+            run();
+            crate::engine::isolate::phase(crate::engine::isolate::IN_CHECKER, 0, 0, 0, 0);
+            "built".to_string()
+        })?;
+        if let crate::engine::isolate::ChildEnd::Ended(ended) = probe {
+            let how = match ended.how {
+                crate::engine::isolate::How::Signal(s) => {
+                    format!(
+                        "crashed: killed by {}",
+                        crate::engine::isolate::signal_name(s)
+                    )
+                }
+                crate::engine::isolate::How::Exit(status) => {
+                    format!("ended the process with exit status {status}")
+                }
+                crate::engine::isolate::How::Hung(limit) => {
+                    format!("did not return within {} s", limit.as_secs_f64())
+                }
+                crate::engine::isolate::How::Deadline => "did not return".to_string(),
+                crate::engine::isolate::How::Interrupted(s, _) => {
+                    format!(
+                        "was interrupted by {}",
+                        crate::engine::isolate::signal_name(s)
+                    )
+                }
+                // One child: no other worker to end before it.
+                crate::engine::isolate::How::Abandoned => "was stopped".to_string(),
+            };
+            let tail = ended.stderr.trim();
+            return Err(CheckError::Model(if tail.is_empty() {
+                format!("building `{path}` {how}")
+            } else {
+                format!("building `{path}` {how} ({tail})")
+            }));
+        }
+        Ok(())
     }
 
     /// Checks a registered model under its registered path.

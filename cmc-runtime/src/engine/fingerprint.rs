@@ -97,8 +97,9 @@ impl<P: Process> Fingerprinter<P> {
         crate::identity::typed::new_check();
         // A model that names its identifiers by type and field
         // (`ids_in`) is walked by its type information where it has no
-        // `StateHash`: a `Hash` or `Debug` writes identifiers as numbers.
-        let typed_ids = typed_ids(model);
+        // `StateHash`: a `Hash` or `Debug` writes identifiers as numbers
+        // (and hashes hidden fields, `hidden_in`).
+        let typed_ids = typed_walk(model);
         let walk =
             |state: bool, available: Result<(), String>| typed_ids && !state && available.is_ok();
         let process = match mode {
@@ -221,7 +222,8 @@ impl<P: Process> Fingerprinter<P> {
         } else {
             &[]
         };
-        crate::identity::typed::declare_ids(&walked, decls).map_err(CheckError::Model)?;
+        crate::identity::typed::declare_ids(&walked, decls, &model.hidden)
+            .map_err(CheckError::Model)?;
         Ok(Fingerprinter {
             process,
             shared,
@@ -927,6 +929,13 @@ fn typed_ids<P: Process>(model: &Model<P>) -> bool {
     !model.symmetry.is_empty() && model.reduce && !model.typed_ids.is_empty()
 }
 
+/// Whether the typed walk fingerprints what has no `StateHash`: the model
+/// names identifiers by type and field, or hides fields
+/// ([`Model::hidden_in`]).
+fn typed_walk<P: Process>(model: &Model<P>) -> bool {
+    typed_ids(model) || !model.hidden.is_empty()
+}
+
 pub(crate) fn message_key<P: Process>(model: &Model<P>) -> HashFn<P::Msg> {
     message_source(model).1
 }
@@ -937,7 +946,7 @@ pub(crate) fn message_key<P: Process>(model: &Model<P>) -> HashFn<P::Msg> {
 /// typed walk.
 pub(crate) fn message_source<P: Process>(model: &Model<P>) -> (FingerprintMode, HashFn<P::Msg>) {
     let fns = P::hash_fns();
-    if typed_ids(model)
+    if typed_walk(model)
         && fns.msg.state.is_none()
         && crate::identity::typed::available::<P::Msg>().is_ok()
     {

@@ -473,6 +473,17 @@ pub(crate) fn run_in_children(
     mut work: impl FnMut(usize) -> String,
     ended: impl Fn(),
 ) -> std::io::Result<Vec<ChildEnd>> {
+    // One copy of the watching for every caller (it is long, and the
+    // callers are generic over the process type).
+    children_run(watch, n, &mut work, &ended)
+}
+
+fn children_run(
+    watch: Watch,
+    n: usize,
+    work: &mut dyn FnMut(usize) -> String,
+    ended: &dyn Fn(),
+) -> std::io::Result<Vec<ChildEnd>> {
     assert!(n >= 1, "at least one child");
     // What the child reads once and caches (the modules and symbols, the
     // control of randomness, cmc's own globals, its panic hook) is set up

@@ -79,6 +79,23 @@ pub(crate) fn end_run() -> Run {
 /// (for code that writes state, so padding copied from the stack is the
 /// same every time); nothing whose path varies runs in between.
 pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (String, String)> {
+    // What comes before and after the call is not generic: one copy of it
+    // for every caller.
+    let depth = enter_user_code(scrub);
+    let result = match SHIFT.with(Cell::get) {
+        0 => call_user(f),
+        n => call_shifted(n, f),
+    };
+    let hook = leave_user_code(scrub, depth);
+    match result {
+        Ok(r) => Ok(r),
+        Err(payload) => Err(caught_panic(payload, hook)),
+    }
+}
+
+/// [`user_code`] before the call: the depth to which the stack was
+/// scrubbed.
+fn enter_user_code(scrub: bool) -> usize {
     install_panic_hook();
     // The record is of this call's panics only (user code may catch a panic
     // of its own and return normally).
@@ -89,10 +106,11 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
     if scrub {
         crate::sys::stack::scrub_stack(depth + GUARD_BYTES);
     }
-    let result = match SHIFT.with(Cell::get) {
-        0 => call_user(f),
-        n => call_shifted(n, f),
-    };
+    depth
+}
+
+/// [`user_code`] after the call: whether cmc's panic hook was in force.
+fn leave_user_code(scrub: bool, depth: usize) -> HookCheck {
     set_in_user_code(false);
     // The code may have replaced cmc's panic hook: put it back before
     // anything else can panic, and while a hook the code installed in its
@@ -118,10 +136,7 @@ pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (Str
             DEEPER.with(|d| d.set(true));
         }
     }
-    match result {
-        Ok(r) => Ok(r),
-        Err(payload) => Err(caught_panic(payload, hook)),
-    }
+    hook
 }
 
 /// The message and location of a panic that left user code with `payload`.

@@ -226,6 +226,9 @@ pub struct Model<P: Process> {
     /// Where the states hold identifiers as plain integers: (type name,
     /// field paths) (see [`Model::ids_in`]).
     pub(crate) typed_ids: Vec<(String, Vec<String>)>,
+    /// Fields that are not part of a state's meaning: (type name, field
+    /// names) (see [`Model::hidden_in`]).
+    pub(crate) hidden: Vec<(String, Vec<String>)>,
 }
 
 /// A group of interchangeable processes: their indices and their
@@ -308,6 +311,7 @@ impl<P: Process> Model<P> {
             reduce: true,
             check_symmetry: SymmetryCheck::Sampled,
             typed_ids: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 
@@ -385,6 +389,28 @@ impl<P: Process> Model<P> {
     /// integers are errors).
     pub fn ids_in(mut self, type_name: &str, fields: &[&str]) -> Self {
         self.typed_ids.push((
+            type_name.to_string(),
+            fields.iter().map(|f| f.to_string()).collect(),
+        ));
+        self
+    }
+
+    /// Declares the fields `fields` of the struct named `type_name` (as in
+    /// [`Model::ids_in`]) hidden: written for humans (a log of the last
+    /// event, statistics) and not part of what the state means, as SPIN's
+    /// `hidden` variables or a TLC `VIEW` that leaves them out. Two states
+    /// that differ only there count as one, with or without a symmetry
+    /// (the types that hold them are fingerprinted by their type
+    /// information).
+    ///
+    /// A hidden field must not change what the program does. With
+    /// interchangeable processes that is checked where the symmetry is
+    /// (two merged states run and compared, their hidden fields as they
+    /// are): a log that names identifiers as text cannot be renamed, so it
+    /// would make the symmetry fail its check if it were not hidden.
+    /// Without a symmetry nothing checks it.
+    pub fn hidden_in(mut self, type_name: &str, fields: &[&str]) -> Self {
+        self.hidden.push((
             type_name.to_string(),
             fields.iter().map(|f| f.to_string()).collect(),
         ));

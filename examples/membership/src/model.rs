@@ -93,3 +93,35 @@ pub fn membership_2() -> Model<Node> {
 pub fn membership_3() -> Model<Node> {
     group(3, 1, 1)
 }
+
+// ANCHOR: symmetric
+/// `model` (of `nodes` nodes) with the nodes declared interchangeable. The
+/// crate's ids are plain `u32`s, named by type and field; the log names
+/// ids as text ("suspects 2"), which no renaming can rewrite, and is for
+/// humans: it is hidden.
+pub fn symmetric(model: Model<Node>, nodes: u32) -> Model<Node> {
+    interchangeable_ids(model, nodes).hidden_in("membership::Node", &["log"])
+}
+// ANCHOR_END: symmetric
+
+/// `model` with the nodes declared interchangeable and the fields that hold
+/// ids named, the log not hidden.
+pub fn interchangeable_ids(model: Model<Node>, nodes: u32) -> Model<Node> {
+    model
+        .interchangeable(0..nodes as usize, |i| i as Id)
+        .ids_in(
+            "membership::Node",
+            &["id", "group", "members", "suspects", "learned", "outbox.0"],
+        )
+        .ids_in(
+            "membership::Msg",
+            &["from", "about", "known", "incarnations"],
+        )
+}
+
+/// `membership_2` with its nodes interchangeable (a node has one peer, so
+/// which message a full network drops does not depend on names).
+#[cmc::model]
+pub fn membership_2_symmetric() -> Model<Node> {
+    symmetric(group(2, 2, 2), 2)
+}

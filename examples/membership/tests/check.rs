@@ -27,7 +27,9 @@ fn check(model: Model<Node>) -> cmc::CheckResult {
 #[cfg(not(feature = "bug-refute-without-adopting"))]
 mod clean {
     use super::*;
-    use cmc::FingerprintMode;
+    use cmc::registry::RunOptions;
+    use cmc::{FingerprintMode, SymmetryCheck};
+    use membership::model::{interchangeable_ids, symmetric};
 
     #[test]
     #[ignore = "long searches (bash scripts/test.sh --full runs it)"]
@@ -79,6 +81,72 @@ mod clean {
             assert_eq!(r.stats.unique, reference, "{strategy:?}");
             assert_eq!(r.stats.fingerprint, Some(FingerprintMode::Typed));
         }
+    }
+
+    /// The nodes declared interchangeable, their ids named by type and
+    /// field, the log hidden: the reduced search counts exactly the
+    /// reference's orbits (renamings of the nodes), the unreduced one the
+    /// states that differ other than in their logs, and the symmetry,
+    /// checked on every merge, holds.
+    #[test]
+    fn interchangeable_nodes_count_the_orbits() {
+        let (nodes, max, capacity) = (2, 2, 2);
+        let orbits = reference::explore_orbits(nodes, max, capacity).states as u64;
+        let states = reference::explore_without_logs(nodes, max, capacity).states as u64;
+        println!("reference: {states} states without logs, {orbits} orbits");
+        let mut off = RunOptions::default();
+        off.symmetry = Some(false);
+        let unreduced = check(symmetric(group(nodes, max, capacity), nodes).apply(&off));
+        let reduced = check(
+            symmetric(group(nodes, max, capacity), nodes)
+                .check_symmetry(SymmetryCheck::All)
+                .strategy(Strategy::Bfs),
+        );
+        for r in [&unreduced, &reduced] {
+            assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.violations.first());
+            assert_eq!(r.stats.fingerprint, Some(FingerprintMode::Typed));
+        }
+        assert_eq!(unreduced.stats.unique, states);
+        assert_eq!(reduced.stats.unique, orbits);
+        let sym = reduced.stats.symmetry.expect("symmetry statistics");
+        assert!(sym.merged > 0 && sym.checked > 0, "{sym:?}");
+        assert!(
+            orbits < states,
+            "two nodes have two names: {orbits} of {states}"
+        );
+    }
+
+    /// The log names ids as text, which no renaming rewrites: not hidden,
+    /// it breaks the declared symmetry, and the check names it.
+    #[test]
+    fn a_log_that_names_ids_breaks_the_symmetry() {
+        let r = check(
+            interchangeable_ids(group(2, 2, 2), 2)
+                .check_symmetry(SymmetryCheck::All)
+                .strategy(Strategy::Bfs),
+        );
+        assert_eq!(r.verdict, Verdict::Violation);
+        let v = &r.violations[0];
+        assert_eq!(v.record.kind, cmc::ViolationKind::Asymmetry, "{v}");
+        assert!(v.record.message.contains("log"), "{v}");
+    }
+
+    /// What `hidden_in` names is checked when the search starts.
+    #[test]
+    fn hidden_fields_are_checked_against_the_types() {
+        let err = group(2, 2, 2)
+            .hidden_in("membership::Node", &["logs"])
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has no field `logs`"), "{err}");
+        assert!(err.contains("log"), "{err}");
+        let err = group(2, 2, 2)
+            .hidden_in("membership::Nod", &["log"])
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no struct named `membership::Nod`"), "{err}");
     }
 
     #[test]

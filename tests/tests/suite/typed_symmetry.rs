@@ -63,7 +63,7 @@ fn decls(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
 
 fn declare(list: &[(&str, &[&str])]) -> Result<(), String> {
     new_check();
-    declare_ids(&[Root::of::<Replica>()], &decls(list))
+    declare_ids(&[Root::of::<Replica>()], &decls(list), &[])
 }
 
 /// The typed hash of `r` under `renaming`.

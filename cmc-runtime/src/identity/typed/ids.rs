@@ -159,6 +159,14 @@ pub(crate) struct IdPlan {
     /// declared type (so its bytes cannot be hashed in one run), 1 when
     /// not.
     touched: Vec<u8>,
+    /// The hidden fields ([`Model::hidden_in`](crate::Model::hidden_in)):
+    /// (type name without generic arguments, field names).
+    hidden_decls: Vec<(String, Vec<String>)>,
+    /// The structs the hidden fields are in, found when they were checked:
+    /// per field, whether it is hidden.
+    hidden_explicit: std::collections::HashMap<TyId, Arc<[bool]>>,
+    /// Per type, once looked up: its hidden fields, if any.
+    hidden_by_ty: Vec<Option<Option<Arc<[bool]>>>>,
 }
 
 /// Whether the type named `name` is the one a declaration names `want`:
@@ -182,12 +190,20 @@ impl IdPlan {
         self.decls.is_empty()
     }
 
+    /// Whether some fields are hidden.
+    pub(crate) fn has_hidden(&self) -> bool {
+        !self.hidden_decls.is_empty()
+    }
+
     /// Forgets the declarations (a check without them begins).
     pub(crate) fn clear(&mut self) {
         self.decls.clear();
         self.explicit.clear();
         self.by_ty.clear();
         self.touched.clear();
+        self.hidden_decls.clear();
+        self.hidden_explicit.clear();
+        self.hidden_by_ty.clear();
     }
 
     /// Takes `decls` (type name, field paths with `.` between names) for
@@ -199,6 +215,7 @@ impl IdPlan {
         types: &mut Types,
         roots: &[(TyId, &str)],
         decls: &[(String, Vec<String>)],
+        hidden: &[(String, Vec<String>)],
     ) -> Result<(), String> {
         self.clear();
         let mut reachable = reachable(types, roots.iter().map(|r| r.0));
@@ -211,7 +228,7 @@ impl IdPlan {
                 .any(|&t| matches_name(&types.tys[t as usize].name, want))
         };
         let mut extra = Vec::new();
-        for (ty, _) in decls {
+        for (ty, _) in decls.iter().chain(hidden) {
             let want = ty.trim();
             if !want.is_empty() && !found(types, &reachable, want) {
                 extra.extend(types.dyn_types_naming(base(want))?);
@@ -234,42 +251,7 @@ impl IdPlan {
                     "ids_in({ty:?}, {fields:?}): name a type and at least one field"
                 ));
             }
-            let matching: Vec<TyId> = reachable
-                .iter()
-                .copied()
-                .filter(|&t| {
-                    let t = &types.tys[t as usize];
-                    matches_name(&t.name, want)
-                        && matches!(t.shape, Shape::Struct(_) | Shape::Enum { .. })
-                })
-                .collect();
-            if matching.is_empty() {
-                let last = base(want).rsplit("::").next().unwrap_or(want);
-                let mut similar: Vec<&str> = reachable
-                    .iter()
-                    .map(|&t| base(&types.tys[t as usize].name))
-                    .filter(|n| n.rsplit("::").next() == Some(last))
-                    .collect();
-                similar.sort_unstable();
-                similar.dedup();
-                let held = roots.iter().map(|r| r.1).collect::<Vec<_>>().join(", ");
-                return Err(if similar.is_empty() {
-                    format!(
-                        "ids_in: no struct named `{want}` is held by the states' types \
-                         walked by their type information ({held})"
-                    )
-                } else {
-                    format!(
-                        "ids_in: no struct named `{want}` is held by the states' types \
-                         ({held}); did you mean {}?",
-                        similar
-                            .iter()
-                            .map(|s| format!("`{s}`"))
-                            .collect::<Vec<_>>()
-                            .join(" or ")
-                    )
-                });
-            }
+            let matching = named(types, &reachable, roots, want, "ids_in")?;
             let paths: Vec<Arc<[String]>> = fields
                 .iter()
                 .map(|f| f.split('.').map(|s| s.trim().to_string()).collect())
@@ -311,7 +293,65 @@ impl IdPlan {
             out.push((want.to_string(), paths));
         }
         self.decls = out;
+        for (ty, fields) in hidden {
+            let want = ty.trim();
+            if want.is_empty() || fields.is_empty() {
+                return Err(format!(
+                    "hidden_in({ty:?}, {fields:?}): name a type and at least one field"
+                ));
+            }
+            for t in named(types, &reachable, roots, want, "hidden_in")? {
+                let Shape::Struct(have) = &types.tys[t as usize].shape else {
+                    return Err(format!(
+                        "hidden_in({want:?}): {} is an enum; name the struct whose fields are \
+                         hidden",
+                        types.tys[t as usize].name
+                    ));
+                };
+                for f in fields {
+                    if !have.iter().any(|h| same_field(f.trim(), &h.2)) {
+                        return Err(format!(
+                            "hidden_in({want:?}, {f:?}): {} has no field `{}` (its fields: {})",
+                            types.tys[t as usize].name,
+                            f.trim(),
+                            field_names(have)
+                        ));
+                    }
+                }
+                self.hidden_explicit.insert(t, hidden_mask(have, fields));
+            }
+            self.hidden_decls.push((want.to_string(), fields.clone()));
+        }
         Ok(())
+    }
+
+    /// Which fields of the struct `ty` are hidden, if any are.
+    pub(crate) fn hidden(&mut self, types: &Types, ty: TyId) -> Option<Arc<[bool]>> {
+        let i = ty as usize;
+        if self.hidden_by_ty.len() <= i {
+            self.hidden_by_ty.resize(types.tys.len().max(i + 1), None);
+        }
+        if let Some(known) = &self.hidden_by_ty[i] {
+            return known.clone();
+        }
+        let t = &types.tys[i];
+        let found = if let Some(f) = self.hidden_explicit.get(&ty) {
+            Some(f.clone())
+        } else if let Shape::Struct(have) = &t.shape {
+            // A struct first met after the declarations were checked (a
+            // `dyn` value's): by its name.
+            let fields: Vec<String> = self
+                .hidden_decls
+                .iter()
+                .filter(|d| matches_name(&t.name, &d.0))
+                .flat_map(|d| d.1.iter().cloned())
+                .collect();
+            (!fields.is_empty()).then(|| hidden_mask(have, &fields))
+        } else {
+            None
+        };
+        self.hidden_by_ty[i] = Some(found.clone());
+        found
     }
 
     /// The paths of each field of `ty`, if a declaration names it.
@@ -354,6 +394,7 @@ impl IdPlan {
             return self.touched[i] == 2;
         }
         let yes = self.declared(types, ty).is_some()
+            || self.hidden(types, ty).is_some()
             || match &types.tys[i].shape {
                 Shape::Struct(f) => f.iter().any(|f| self.touched(types, f.1)),
                 Shape::Array { elem, .. } => self.touched(types, *elem),
@@ -363,6 +404,68 @@ impl IdPlan {
         self.touched[i] = if yes { 2 } else { 1 };
         yes
     }
+}
+
+/// The structs and enums among `reachable` named `want` (by a
+/// declaration of `what`), or an error that says what is held instead.
+fn named(
+    types: &Types,
+    reachable: &[TyId],
+    roots: &[(TyId, &str)],
+    want: &str,
+    what: &str,
+) -> Result<Vec<TyId>, String> {
+    let matching: Vec<TyId> = reachable
+        .iter()
+        .copied()
+        .filter(|&t| {
+            let t = &types.tys[t as usize];
+            matches_name(&t.name, want) && matches!(t.shape, Shape::Struct(_) | Shape::Enum { .. })
+        })
+        .collect();
+    if !matching.is_empty() {
+        return Ok(matching);
+    }
+    let last = base(want).rsplit("::").next().unwrap_or(want);
+    let mut similar: Vec<&str> = reachable
+        .iter()
+        .map(|&t| base(&types.tys[t as usize].name))
+        .filter(|n| n.rsplit("::").next() == Some(last))
+        .collect();
+    similar.sort_unstable();
+    similar.dedup();
+    let held = roots.iter().map(|r| r.1).collect::<Vec<_>>().join(", ");
+    Err(if similar.is_empty() {
+        format!(
+            "{what}: no struct named `{want}` is held by the states' types walked by their \
+             type information ({held})"
+        )
+    } else {
+        format!(
+            "{what}: no struct named `{want}` is held by the states' types ({held}); did you \
+             mean {}?",
+            similar
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    })
+}
+
+/// Per field of a struct with fields `have`, whether `fields` names it.
+fn hidden_mask(have: &[(u32, TyId, String)], fields: &[String]) -> Arc<[bool]> {
+    have.iter()
+        .map(|h| fields.iter().any(|f| same_field(f.trim(), &h.2)))
+        .collect()
+}
+
+/// A struct's field names, for an error.
+fn field_names(have: &[(u32, TyId, String)]) -> String {
+    have.iter()
+        .map(|h| h.2.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The paths each field of the struct `ty` is on (what remains of them).

@@ -48,9 +48,24 @@ thread_local! {
     static STATE: std::cell::RefCell<Option<State>> = const { std::cell::RefCell::new(None) };
 }
 
-fn with_root<T, R>(
+/// Runs `f` on the type table and the entry for `root`. Generic only in
+/// its result: the work is [`with_root_dyn`]'s, one copy for every type.
+fn with_root<R>(
+    root: &Root,
     f: impl FnOnce(&mut Types, TyId, &mut values::Scratch) -> R,
 ) -> Result<R, String> {
+    let mut f = Some(f);
+    let mut out = None;
+    with_root_dyn(root, &mut |types, id, scratch| {
+        out = f.take().map(|f| f(types, id, scratch));
+    })?;
+    Ok(out.expect("with_root_dyn runs its function once when it succeeds"))
+}
+
+fn with_root_dyn(
+    root: &Root,
+    f: &mut dyn FnMut(&mut Types, TyId, &mut values::Scratch),
+) -> Result<(), String> {
     STATE.with(|cell| {
         let _sys = crate::sys::scope::system_scope();
         let mut guard = cell.borrow_mut();
@@ -59,17 +74,11 @@ fn with_root<T, R>(
             scratch: values::Scratch::default(),
             roots: HashMap::new(),
         });
-        with_state::<T, R>(st, f)
+        let id = resolve(st, root)?;
+        let types = st.types.as_mut().map_err(|e| e.clone())?;
+        f(types, id, &mut st.scratch);
+        Ok(())
     })
-}
-
-fn with_state<T, R>(
-    st: &mut State,
-    f: impl FnOnce(&mut Types, TyId, &mut values::Scratch) -> R,
-) -> Result<R, String> {
-    let root = resolve(st, &Root::of::<T>())?;
-    let types = st.types.as_mut().map_err(|e| e.clone())?;
-    Ok(f(types, root, &mut st.scratch))
 }
 
 /// A type by its anchor, to be resolved in the type table.
@@ -114,9 +123,14 @@ fn resolve(st: &mut State, root: &Root) -> Result<TyId, String> {
 
 /// Declares where the states of a check hold process identifiers as plain
 /// integers (see `Model::ids_in`): `decls` are (type name, field paths), `roots`
-/// the types the typed walk hashes. Checked against the type information;
-/// an empty `decls` forgets the last check's.
-pub fn declare_ids(roots: &[Root], decls: &[(String, Vec<String>)]) -> Result<(), String> {
+/// the types the typed walk hashes, and the fields it leaves out
+/// (`hidden`, see `Model::hidden_in`: type name, field names). Checked
+/// against the type information; empty lists forget the last check's.
+pub fn declare_ids(
+    roots: &[Root],
+    decls: &[(String, Vec<String>)],
+    hidden: &[(String, Vec<String>)],
+) -> Result<(), String> {
     STATE.with(|cell| {
         let _sys = crate::sys::scope::system_scope();
         let mut guard = cell.borrow_mut();
@@ -126,23 +140,28 @@ pub fn declare_ids(roots: &[Root], decls: &[(String, Vec<String>)]) -> Result<()
             roots: HashMap::new(),
         });
         st.scratch.ids.clear();
-        if decls.is_empty() {
+        if decls.is_empty() && hidden.is_empty() {
             return Ok(());
         }
         if roots.is_empty() {
-            return Err(
+            return Err(if decls.is_empty() {
+                "Model::hidden_in names fields for the walk by type information, but every \
+                 type of this model is fingerprinted by its StateHash, which decides what it \
+                 hashes: leave the fields out of it instead"
+                    .into()
+            } else {
                 "Model::ids_in names fields that hold identifiers for the walk by \
-                        type information, but every type of this model is fingerprinted by \
-                        its StateHash: derive cmc::ProcessId on the identifier type instead"
-                    .into(),
-            );
+                 type information, but every type of this model is fingerprinted by \
+                 its StateHash: derive cmc::ProcessId on the identifier type instead"
+                    .into()
+            });
         }
         let mut ids = Vec::new();
         for r in roots {
             ids.push((resolve(st, r)?, r.name));
         }
         let types = st.types.as_mut().map_err(|e| e.clone())?;
-        st.scratch.ids.declare(types, &ids, decls)
+        st.scratch.ids.declare(types, &ids, decls, hidden)
     })
 }
 
@@ -163,17 +182,27 @@ pub fn new_check() {
 /// Whether values of `T` can be fingerprinted by their type information;
 /// the reason when not.
 pub fn available<T>() -> Result<(), String> {
-    with_root::<T, ()>(|_, _, _| ())
+    with_root_dyn(&Root::of::<T>(), &mut |_, _, _| ())
 }
 
 /// Feeds `value`'s meaning to `h`, walking it by its type information.
 /// Types cmc cannot describe (no debugging information) hash nothing; the
 /// engine asks [`available`] before it chooses this source.
 pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
-    let _ = with_root::<T, ()>(|types, root, scratch| {
+    // SAFETY: `value` is a live `T`.
+    unsafe { typed_hash_at(&Root::of::<T>(), value as *const T as usize, h) }
+}
+
+/// [`typed_hash`] of the value of type `root` at `addr`.
+///
+/// # Safety
+/// `addr` holds a live value of the type `root` names.
+unsafe fn typed_hash_at(root: &Root, addr: usize, h: &mut StateHasher) {
+    let _ = with_root_dyn(root, &mut |types, id, scratch| {
         let mut w = values::Walker::new(types, scratch);
-        // SAFETY: `value` is a live `T`, whose size the table's agrees with.
-        unsafe { w.value(root, value as *const T as usize, h) };
+        // SAFETY: the caller's contract; the table's size for the type
+        // agrees with the root's (checked when it was resolved).
+        unsafe { w.value(id, addr, h) };
     });
 }
 
@@ -184,7 +213,11 @@ pub fn typed_hash<T>(value: &T, h: &mut StateHasher) {
 /// `SmallVec`, is seen through its first). Empty when the type information
 /// does not describe `T`.
 pub fn guesses<T>() -> Vec<String> {
-    with_root::<T, Vec<String>>(|types, root, _| {
+    guesses_of(&Root::of::<T>())
+}
+
+fn guesses_of(root: &Root) -> Vec<String> {
+    with_root(root, |types, root, _| {
         let std_lib = |name: &str| {
             [
                 "alloc::",
@@ -225,12 +258,22 @@ pub fn guesses<T>() -> Vec<String> {
 /// bytes in hex` (unordered collections in their storage order). A
 /// diagnostic: diff two states that should be one.
 pub fn dump<T>(value: &T) -> Result<String, String> {
-    with_root::<T, String>(|types, root, scratch| {
+    // SAFETY: `value` is a live `T`.
+    unsafe { dump_at(&Root::of::<T>(), value as *const T as usize) }
+}
+
+/// [`dump`] of the value of type `root` at `addr`.
+///
+/// # Safety
+/// `addr` holds a live value of the type `root` names.
+unsafe fn dump_at(root: &Root, addr: usize) -> Result<String, String> {
+    with_root(root, |types, root, scratch| {
         let mut w = values::Walker::new(types, scratch);
         w.log = Some(values::Log::default());
         let mut h = StateHasher::default();
-        // SAFETY: `value` is a live `T`, whose size the table's agrees with.
-        unsafe { w.value(root, value as *const T as usize, &mut h) };
+        // SAFETY: the caller's contract; the sizes agree (checked when the
+        // root was resolved).
+        unsafe { w.value(root, addr, &mut h) };
         let unreadable = w.unreadable;
         let mut out = w.log.map(|l| l.out).unwrap_or_default();
         if unreadable > 0 {
@@ -243,7 +286,11 @@ pub fn dump<T>(value: &T) -> Result<String, String> {
 /// The name of every type the walk of a `T` knows, with its shape (a
 /// diagnostic for `cargo cmc check -v` and tests).
 pub fn describe<T>() -> Result<String, String> {
-    with_root::<T, String>(|types, root, _| {
+    describe_of(&Root::of::<T>())
+}
+
+fn describe_of(root: &Root) -> Result<String, String> {
+    with_root(root, |types, root, _| {
         let mut out = String::new();
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![(root, 0usize)];

@@ -276,7 +276,12 @@ impl<'t> Walker<'t> {
     /// Whether the bytes of the plain type `ty` can be hashed in one run
     /// in `mode` (not when they hold identifiers to rename).
     fn bulk(&mut self, ty: TyId, mode: &Mode) -> bool {
-        !self.renaming || (mode.is_normal() && !self.s.ids.touched(self.types, ty))
+        if self.renaming {
+            mode.is_normal() && !self.s.ids.touched(self.types, ty)
+        } else {
+            // Nor when they hold hidden fields.
+            !self.s.ids.has_hidden() || !self.s.ids.touched(self.types, ty)
+        }
     }
 
     /// [`Walker::value`] in `mode` (see [`super::ids`]): where the value
@@ -317,7 +322,15 @@ impl<'t> Walker<'t> {
                     } else {
                         None
                     };
+                    let hidden = if self.s.ids.has_hidden() {
+                        self.s.ids.hidden(self.types, ty)
+                    } else {
+                        None
+                    };
                     for (k, (at, f, name)) in fields.iter().enumerate() {
+                        if hidden.as_ref().is_some_and(|h| h[k]) {
+                            continue;
+                        }
                         if let Some(log) = &mut self.log {
                             log.path.push(name.clone());
                         }
