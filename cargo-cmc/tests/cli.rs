@@ -32,16 +32,34 @@ fn target_dir() -> PathBuf {
     target.join("cmc-e2e")
 }
 
+/// The optimization level the fixtures' harnesses build at: what these
+/// tests check does not depend on it, and at level 1 a harness (which
+/// compiles the engine for its process types) builds in about half the
+/// time. `CARGO_PROFILE_RELEASE_OPT_LEVEL` overrides the harness manifest's
+/// release profile, as it would for a user.
+const E2E_OPT_LEVEL: &str = "1";
+
 fn cargo_cmc(dir: &Path) -> Command {
+    cargo_cmc_at(dir, E2E_OPT_LEVEL)
+}
+
+/// `cargo cmc` whose harnesses build at optimization level `opt`.
+fn cargo_cmc_at(dir: &Path, opt: &str) -> Command {
     let mut cmd = Command::cargo_bin("cargo-cmc").unwrap();
     cmd.current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt)
         .arg("cmc");
     cmd
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
-    let out = cargo_cmc(dir).args(args).output().unwrap();
+    run_at(dir, args, E2E_OPT_LEVEL)
+}
+
+/// [`run`] with the harness built at optimization level `opt`.
+fn run_at(dir: &Path, args: &[&str], opt: &str) -> Output {
+    let out = cargo_cmc_at(dir, opt).args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("panicked"),
@@ -729,6 +747,7 @@ fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
         let mut c = std::process::Command::new(env!("CARGO"));
         c.current_dir(&dir)
             .env("CARGO_TARGET_DIR", target_dir())
+            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
             .args(["test", "--test", "regression"]);
         c
     };
@@ -763,6 +782,7 @@ fn an_emitted_test_fails_while_the_bug_is_there_and_passes_once_fixed() {
     let out = std::process::Command::new(env!("CARGO"))
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
         .args(["test", "--test", "old_regression"])
         .output()
         .unwrap();
@@ -834,6 +854,9 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
     // default identity and under the canonical heap; the emitted test (a
     // different executable: the function pointer is named by its symbol)
     // fails while the bug is there.
+    // At the optimization level `cargo cmc` builds with: at level 1 the
+    // canonical heap's counts differ between runs here (stack garbage the
+    // scrub does not reach at that level; not yet understood).
     let dir = copy_of("worldly", "worldly");
     for mode in [None, Some("heap")] {
         let mut args = vec![
@@ -850,7 +873,7 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
         let mut summaries = Vec::new();
         let mut trace = String::new();
         for _ in 0..3 {
-            let out = run(&dir, &args);
+            let out = run_at(&dir, &args, "3");
             let stdout = text(&out.stdout);
             assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
             assert!(
@@ -871,7 +894,7 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
             "{summaries:?}"
         );
         for _ in 0..2 {
-            let out = run(&dir, &["replay", &trace]);
+            let out = run_at(&dir, &["replay", &trace], "3");
             let replayed = text(&out.stdout);
             assert_eq!(
                 out.status.code(),
@@ -885,7 +908,7 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
             );
         }
     }
-    let out = run(
+    let out = run_at(
         &dir,
         &[
             "check",
@@ -896,11 +919,13 @@ fn state_that_depends_on_the_world_replays_under_each_identity() {
             "--emit-test",
             "tests/regression.rs",
         ],
+        "3",
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let out = std::process::Command::new(env!("CARGO"))
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3")
         .args([
             "test",
             "--release",
@@ -961,6 +986,7 @@ fn the_printed_replay_command_rebuilds_with_the_traces_features() {
             .current_dir(&dir)
             .env("PATH", &path)
             .env("CARGO_TARGET_DIR", target_dir())
+            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
             .output()
             .unwrap()
     };
@@ -1221,6 +1247,7 @@ fn paste(dir: &Path, command: &str) -> Output {
         .current_dir(dir)
         .env("PATH", &path)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
         .output()
         .unwrap()
 }
@@ -1305,6 +1332,7 @@ fn each_violation_replays_and_each_verdict_is_distinct() {
             ),
         )
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
         .output()
         .unwrap();
     let replayed = text(&out.stdout);
@@ -1416,6 +1444,7 @@ fn a_crash_replays_and_a_three_line_panic_becomes_a_test_that_compiles() {
         let mut c = std::process::Command::new(env!("CARGO"));
         c.current_dir(&dir)
             .env("CARGO_TARGET_DIR", target_dir())
+            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
             .args(["test", "--release", "--test", "regression"])
             .args(features);
         c.output().unwrap()
@@ -1658,6 +1687,7 @@ fn interrupted_check(signal: i32, extra: &[&str]) -> Output {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cargo-cmc"));
     cmd.current_dir(&dir)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", E2E_OPT_LEVEL)
         .env("CMC_PROGRESS_INTERVAL_MS", "100")
         .args(["cmc", "check", "--model", "endless"])
         .args(extra)
@@ -1920,6 +1950,7 @@ fn init_in_a_workspace_member_makes_the_members_check_crate() {
 /// the registry, which passes out of the box; a crate that does not exist
 /// leaves nothing behind.
 #[test]
+#[ignore = "downloads and builds a registry crate and its harness, 100 s (bash scripts/test.sh --full runs it)"]
 fn init_dep_makes_a_check_crate_for_a_registry_crate() {
     let dir = tempdir("init-dep");
     let out = run(&dir, &["init", "--dep", "bytes@1"]);
@@ -2141,6 +2172,7 @@ fn frontier_files_of_a_search_that_was_killed_are_removed_by_the_next_check() {
 /// handler whose guard never held and the functions never entered are
 /// named, in text and JSON; the page marks as many lines.
 #[test]
+#[ignore = "builds the runtime with coverage instrumentation, 115 s (bash scripts/test.sh --full runs it)"]
 fn coverage_names_exactly_the_lines_the_check_never_reached() {
     let dir = fixture("covered");
     let out = run(&dir, &["check", "--coverage"]);

@@ -79,64 +79,67 @@ pub(crate) fn end_run() -> Run {
 /// (for code that writes state, so padding copied from the stack is the
 /// same every time); nothing whose path varies runs in between.
 pub(crate) fn user_code<R>(scrub: bool, f: impl FnOnce() -> R) -> Result<R, (String, String)> {
-    // What comes before and after the call is not generic: one copy of it
-    // for every caller.
-    let depth = enter_user_code(scrub);
+    // What comes before and after the call is not generic (one copy of it
+    // for every caller), but the stack is scrubbed and checked from this
+    // frame, the one the code runs from.
+    let depth = enter_user_code();
+    if scrub {
+        crate::sys::stack::scrub_stack(depth + GUARD_BYTES);
+    }
     let result = match SHIFT.with(Cell::get) {
         0 => call_user(f),
         n => call_shifted(n, f),
     };
-    let hook = leave_user_code(scrub, depth);
+    let hook = leave_user_code();
+    if scrub
+        && !crate::sys::stack::band_is_clean(depth, GUARD_BYTES, crate::sys::layout::thread_stack())
+    {
+        went_deeper(depth);
+    }
     match result {
         Ok(r) => Ok(r),
         Err(payload) => Err(caught_panic(payload, hook)),
     }
 }
 
-/// [`user_code`] before the call: the depth to which the stack was
-/// scrubbed.
-fn enter_user_code(scrub: bool) -> usize {
+/// [`user_code`] before the call: the depth the stack is to be scrubbed
+/// to.
+fn enter_user_code() -> usize {
     install_panic_hook();
     // The record is of this call's panics only (user code may catch a panic
     // of its own and return normally).
     PANIC.with(|p| p.borrow_mut().take());
     EARLIER.with(|p| p.borrow_mut().take());
     set_in_user_code(true);
-    let depth = SCRUB.with(Cell::get);
-    if scrub {
-        crate::sys::stack::scrub_stack(depth + GUARD_BYTES);
-    }
-    depth
+    SCRUB.with(Cell::get)
 }
 
 /// [`user_code`] after the call: whether cmc's panic hook was in force.
-fn leave_user_code(scrub: bool, depth: usize) -> HookCheck {
+fn leave_user_code() -> HookCheck {
     set_in_user_code(false);
     // The code may have replaced cmc's panic hook: put it back before
     // anything else can panic, and while a hook the code installed in its
     // arena is still live (see `restore_panic_hook`).
-    let hook = if cmc_hook_in_force() {
+    if cmc_hook_in_force() {
         HookCheck::InForce
     } else {
         restore_panic_hook(At::End)
-    };
-    if scrub
-        && !crate::sys::stack::band_is_clean(depth, GUARD_BYTES, crate::sys::layout::thread_stack())
-    {
-        // The code went below the scrubbed depth, where older garbage lay:
-        // what it copied from there may differ between runs. Scrub deeper
-        // from now on, and tell the engine to run it again.
-        let (low, len) = crate::sys::layout::thread_stack();
-        let marker = 0u8;
-        let here = &marker as *const u8 as u64;
-        let room = here.saturating_sub(low).min(len) as usize;
-        let most = room.saturating_sub(64 * 1024) / 2;
-        if depth * 2 <= most {
-            SCRUB.with(|s| s.set(depth * 2));
-            DEEPER.with(|d| d.set(true));
-        }
     }
-    hook
+}
+
+/// The code went below the scrubbed `depth`, where older garbage lay: what
+/// it copied from there may differ between runs. Scrubs deeper from now
+/// on, and tells the engine to run it again.
+fn went_deeper(depth: usize) {
+    let (low, len) = crate::sys::layout::thread_stack();
+    let marker = 0u8;
+    let here = &marker as *const u8 as u64;
+    let room = here.saturating_sub(low).min(len) as usize;
+    let most = room.saturating_sub(64 * 1024) / 2;
+    if depth * 2 <= most {
+        SCRUB.with(|s| s.set(depth * 2));
+        DEEPER.with(|d| d.set(true));
+    }
 }
 
 /// The message and location of a panic that left user code with `payload`.
