@@ -266,9 +266,13 @@ impl<P: Process> Engine<'_, P> {
             });
             if let Some(line) = odd {
                 let field = line.split(" = ").next().unwrap_or(line);
+                // The other's line at that field the first does not hold.
+                let at_field = |l: &&str| l.split(" = ").next() == Some(field);
                 let other = yours
                     .lines()
-                    .find(|l| l.split(" = ").next() == Some(field))
+                    .filter(at_field)
+                    .find(|l| !mine.lines().any(|m| m == *l))
+                    .or_else(|| yours.lines().find(at_field))
                     .unwrap_or("(no such field)");
                 return Some(format!(
                     "process {i}'s `{line}` (renamed), where process {}'s successor holds `{other}`",

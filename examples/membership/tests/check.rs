@@ -128,7 +128,10 @@ mod clean {
         assert_eq!(r.verdict, Verdict::Violation);
         let v = &r.violations[0];
         assert_eq!(v.record.kind, cmc::ViolationKind::Asymmetry, "{v}");
-        assert!(v.record.message.contains("log"), "{v}");
+        assert!(
+            v.record.message.contains("log.vec = \"") && v.record.message.contains(" alive at "),
+            "the report names the log and shows its text: {v}"
+        );
     }
 
     /// What `hidden_in` names is checked when the search starts.

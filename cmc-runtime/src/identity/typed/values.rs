@@ -228,6 +228,15 @@ impl<'t> Walker<'t> {
         h.write(bytes);
         if let Some(log) = &mut self.log {
             use std::fmt::Write;
+            // A string's bytes (a `String` is a `vec` of them) as text.
+            let text = std::str::from_utf8(bytes)
+                .ok()
+                .filter(|t| log.path.last().is_some_and(|f| f == "vec"))
+                .filter(|t| !t.is_empty() && !t.chars().any(char::is_control));
+            if let Some(t) = text {
+                let _ = writeln!(log.out, "{} = {t:?}", log.path.join("."));
+                return;
+            }
             let _ = write!(log.out, "{} =", log.path.join("."));
             for b in bytes.iter().take(64) {
                 let _ = write!(log.out, " {b:02x}");
