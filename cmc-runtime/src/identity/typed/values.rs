@@ -231,7 +231,7 @@ impl<'t> Walker<'t> {
             // A string's bytes (a `String` is a `vec` of them) as text.
             let text = std::str::from_utf8(bytes)
                 .ok()
-                .filter(|t| log.path.last().is_some_and(|f| f == "vec"))
+                .filter(|_| log.path.last().is_some_and(|f| f == "vec"))
                 .filter(|t| !t.is_empty() && !t.chars().any(char::is_control));
             if let Some(t) = text {
                 let _ = writeln!(log.out, "{} = {t:?}", log.path.join("."));
