@@ -222,7 +222,7 @@ impl<P: Process> Fingerprinter<P> {
         } else {
             &[]
         };
-        crate::identity::typed::declare_ids(&walked, decls, &model.hidden)
+        crate::identity::typed::declare_ids(&walked, decls, &model.hidden, &model.unordered)
             .map_err(CheckError::Model)?;
         Ok(Fingerprinter {
             process,
@@ -933,7 +933,7 @@ fn typed_ids<P: Process>(model: &Model<P>) -> bool {
 /// names identifiers by type and field, or hides fields
 /// ([`Model::hidden_in`]).
 fn typed_walk<P: Process>(model: &Model<P>) -> bool {
-    typed_ids(model) || !model.hidden.is_empty()
+    typed_ids(model) || !model.hidden.is_empty() || !model.unordered.is_empty()
 }
 
 pub(crate) fn message_key<P: Process>(model: &Model<P>) -> HashFn<P::Msg> {

@@ -229,6 +229,9 @@ pub struct Model<P: Process> {
     /// Fields that are not part of a state's meaning: (type name, field
     /// names) (see [`Model::hidden_in`]).
     pub(crate) hidden: Vec<(String, Vec<String>)>,
+    /// Sequences whose order is not part of a state's meaning: (type
+    /// name, field names) (see [`Model::unordered_in`]).
+    pub(crate) unordered: Vec<(String, Vec<String>)>,
 }
 
 /// A group of interchangeable processes: their indices and their
@@ -312,6 +315,7 @@ impl<P: Process> Model<P> {
             check_symmetry: SymmetryCheck::Sampled,
             typed_ids: Vec::new(),
             hidden: Vec::new(),
+            unordered: Vec::new(),
         }
     }
 
@@ -411,6 +415,26 @@ impl<P: Process> Model<P> {
     /// Without a symmetry nothing checks it.
     pub fn hidden_in(mut self, type_name: &str, fields: &[&str]) -> Self {
         self.hidden.push((
+            type_name.to_string(),
+            fields.iter().map(|f| f.to_string()).collect(),
+        ));
+        self
+    }
+
+    /// Declares the fields `fields` of the struct named `type_name` (as in
+    /// [`Model::ids_in`]), each a `Vec`, unordered: the order of their
+    /// elements is not part of what the state means (messages queued for
+    /// an unordered network in the order a hash map of peers gave them),
+    /// so they are hashed as multisets. Two states that differ only in
+    /// that order count as one, with or without a symmetry (the types that
+    /// hold them are fingerprinted by their type information).
+    ///
+    /// Like a hidden field, an order that does change what the program
+    /// does is found by the symmetry check where processes are
+    /// interchangeable (the order a hash map keyed by identifiers gives
+    /// depends on the identifiers), and is the user's word elsewhere.
+    pub fn unordered_in(mut self, type_name: &str, fields: &[&str]) -> Self {
+        self.unordered.push((
             type_name.to_string(),
             fields.iter().map(|f| f.to_string()).collect(),
         ));

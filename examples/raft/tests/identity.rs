@@ -219,7 +219,7 @@ fn replicas_alike_up_to_renaming() {
         ("raft::quorum::majority::Configuration".into(), vec!["voters".into()]),
         (std::any::type_name::<raft::eraftpb::ConfState>().into(), vec!["voters".into()]),
     ];
-    declare_ids(&[Root::of::<Node>()], &decls, &[]).unwrap();
+    declare_ids(&[Root::of::<Node>()], &decls, &[], &[]).unwrap();
     let nodes: Vec<Node> = (1..=3).map(|i| Node::new(i, 3, raft_kv::model::ELECTION)).collect();
     let masked = Renaming::masked(&[1, 2, 3]);
     for n in &nodes {

@@ -63,7 +63,7 @@ fn decls(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
 
 fn declare(list: &[(&str, &[&str])]) -> Result<(), String> {
     new_check();
-    declare_ids(&[Root::of::<Replica>()], &decls(list), &[])
+    declare_ids(&[Root::of::<Replica>()], &decls(list), &[], &[])
 }
 
 /// The typed hash of `r` under `renaming`.
@@ -601,4 +601,110 @@ fn plain_ids_without_their_fields_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("not an integer identifier"), "{err}");
+}
+
+// ------------------------------------------- hidden and unordered fields
+
+/// The typed hash of `r` with `hidden` and `unordered` declared (no
+/// renaming).
+fn marked(r: &Replica, hidden: &[(&str, &[&str])], unordered: &[(&str, &[&str])]) -> u128 {
+    new_check();
+    declare_ids(
+        &[Root::of::<Replica>()],
+        &[],
+        &decls(hidden),
+        &decls(unordered),
+    )
+    .unwrap();
+    let mut h = StateHasher::default();
+    typed_hash(r, &mut h);
+    let out = h.finish128();
+    declare_ids(&[Root::of::<Replica>()], &[], &[], &[]).unwrap();
+    out
+}
+
+const REPLICA: &str = "suite::typed_symmetry::Replica";
+
+/// A hidden field is left out of the hash, and only it; an unordered `Vec`
+/// hashes as a multiset: its order is left out, its elements and their
+/// numbers are not.
+#[test]
+fn hidden_fields_and_unordered_sequences_hash_as_declared() {
+    let a = replica(1);
+    let mut other_term = a.clone();
+    other_term.term = 9;
+    let mut reordered = a.clone();
+    reordered.log.reverse();
+    let mut fewer = a.clone();
+    fewer.log.pop();
+    let mut doubled = a.clone();
+    doubled.log.push(a.log[0]);
+    let none: &[(&str, &[&str])] = &[];
+    let hide_term: &[(&str, &[&str])] = &[(REPLICA, &["term"])];
+    let bag_log: &[(&str, &[&str])] = &[(REPLICA, &["log"])];
+    // Without declarations: every field and the order count.
+    assert_ne!(marked(&a, none, none), marked(&other_term, none, none));
+    assert_ne!(marked(&a, none, none), marked(&reordered, none, none));
+    // Hidden: the term no longer counts, everything else still does.
+    assert_eq!(
+        marked(&a, hide_term, none),
+        marked(&other_term, hide_term, none)
+    );
+    assert_ne!(
+        marked(&a, hide_term, none),
+        marked(&reordered, hide_term, none)
+    );
+    // Unordered: the log's order no longer counts, its contents do (a
+    // multiset: an element twice is not the element once).
+    assert_eq!(marked(&a, none, bag_log), marked(&reordered, none, bag_log));
+    assert_ne!(marked(&a, none, bag_log), marked(&fewer, none, bag_log));
+    assert_ne!(marked(&a, none, bag_log), marked(&doubled, none, bag_log));
+    assert_ne!(
+        marked(&a, none, bag_log),
+        marked(&other_term, none, bag_log)
+    );
+    // The parent's log is a `Replica`'s log too: also unordered.
+    let mut parent_reordered = a.clone();
+    if let Some(p) = parent_reordered.parent.as_mut() {
+        p.log = vec![(4, 1), (5, 2)];
+    }
+    let mut parent_other = parent_reordered.clone();
+    if let Some(p) = parent_other.parent.as_mut() {
+        p.log.reverse();
+    }
+    assert_eq!(
+        marked(&parent_reordered, none, bag_log),
+        marked(&parent_other, none, bag_log)
+    );
+}
+
+/// What `hidden_in` and `unordered_in` name is checked: a field the struct
+/// lacks, an unordered field that is not a `Vec`, an enum.
+#[test]
+fn hidden_and_unordered_declarations_are_checked() {
+    let check = |hidden: &[(&str, &[&str])], unordered: &[(&str, &[&str])]| {
+        new_check();
+        let r = declare_ids(
+            &[Root::of::<Replica>()],
+            &[],
+            &decls(hidden),
+            &decls(unordered),
+        );
+        declare_ids(&[Root::of::<Replica>()], &[], &[], &[]).unwrap();
+        r
+    };
+    let err = check(&[(REPLICA, &["terms"])], &[]).unwrap_err();
+    assert!(
+        err.contains("has no field `terms`") && err.contains("term"),
+        "{err}"
+    );
+    let err = check(&[], &[(REPLICA, &["outbox"])]).unwrap_err();
+    assert!(err.contains("not a `Vec`"), "{err}");
+    let err = check(&[], &[(REPLICA, &["term"])]).unwrap_err();
+    assert!(err.contains("not a `Vec`"), "{err}");
+    assert!(check(
+        &[(REPLICA, &["term", "acks"])],
+        &[(REPLICA, &["log", "arrivals"])]
+    )
+    .is_ok());
 }

@@ -159,14 +159,115 @@ pub(crate) struct IdPlan {
     /// declared type (so its bytes cannot be hashed in one run), 1 when
     /// not.
     touched: Vec<u8>,
-    /// The hidden fields ([`Model::hidden_in`](crate::Model::hidden_in)):
+    /// The hidden fields ([`Model::hidden_in`](crate::Model::hidden_in)).
+    hidden: Marks,
+    /// The sequences hashed as multisets
+    /// ([`Model::unordered_in`](crate::Model::unordered_in)).
+    unordered: Marks,
+}
+
+/// Fields of structs marked by a declaration (hidden, unordered).
+#[derive(Default)]
+struct Marks {
     /// (type name without generic arguments, field names).
-    hidden_decls: Vec<(String, Vec<String>)>,
-    /// The structs the hidden fields are in, found when they were checked:
-    /// per field, whether it is hidden.
-    hidden_explicit: std::collections::HashMap<TyId, Arc<[bool]>>,
-    /// Per type, once looked up: its hidden fields, if any.
-    hidden_by_ty: Vec<Option<Option<Arc<[bool]>>>>,
+    decls: Vec<(String, Vec<String>)>,
+    /// The structs the fields are in, found when they were checked: per
+    /// field, whether it is marked.
+    explicit: std::collections::HashMap<TyId, Arc<[bool]>>,
+    /// Per type, once looked up: its marked fields, if any.
+    by_ty: Vec<Option<Option<Arc<[bool]>>>>,
+}
+
+impl Marks {
+    fn clear(&mut self) {
+        self.decls.clear();
+        self.explicit.clear();
+        self.by_ty.clear();
+    }
+
+    /// Takes the declarations `decls` of `what`, checked against the
+    /// structs among `reachable`; `fits` says why a field cannot be
+    /// marked, if it cannot.
+    fn declare(
+        &mut self,
+        types: &Types,
+        reachable: &[TyId],
+        roots: &[(TyId, &str)],
+        decls: &[(String, Vec<String>)],
+        what: &str,
+        fits: impl Fn(&Types, TyId) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for (ty, fields) in decls {
+            let want = ty.trim();
+            if want.is_empty() || fields.is_empty() {
+                return Err(format!(
+                    "{what}({ty:?}, {fields:?}): name a type and at least one field"
+                ));
+            }
+            for t in named(types, reachable, roots, want, what)? {
+                let Shape::Struct(have) = &types.tys[t as usize].shape else {
+                    return Err(format!(
+                        "{what}({want:?}): {} is an enum; name the struct whose fields are \
+                         meant",
+                        types.tys[t as usize].name
+                    ));
+                };
+                for f in fields {
+                    match have.iter().find(|h| same_field(f.trim(), &h.2)) {
+                        None => {
+                            return Err(format!(
+                                "{what}({want:?}, {f:?}): {} has no field `{}` (its fields: {})",
+                                types.tys[t as usize].name,
+                                f.trim(),
+                                field_names(have)
+                            ))
+                        }
+                        Some(h) => fits(types, h.1).map_err(|e| {
+                            format!(
+                                "{what}({want:?}, {f:?}): in {}, {e}",
+                                types.tys[t as usize].name
+                            )
+                        })?,
+                    }
+                }
+                self.explicit.insert(t, hidden_mask(have, fields));
+            }
+            self.decls.push((want.to_string(), fields.clone()));
+        }
+        Ok(())
+    }
+
+    /// Which fields of the struct `ty` are marked, if any are.
+    fn get(&mut self, types: &Types, ty: TyId) -> Option<Arc<[bool]>> {
+        if self.decls.is_empty() {
+            return None;
+        }
+        let i = ty as usize;
+        if self.by_ty.len() <= i {
+            self.by_ty.resize(types.tys.len().max(i + 1), None);
+        }
+        if let Some(known) = &self.by_ty[i] {
+            return known.clone();
+        }
+        let t = &types.tys[i];
+        let found = if let Some(f) = self.explicit.get(&ty) {
+            Some(f.clone())
+        } else if let Shape::Struct(have) = &t.shape {
+            // A struct first met after the declarations were checked (a
+            // `dyn` value's): by its name.
+            let fields: Vec<String> = self
+                .decls
+                .iter()
+                .filter(|d| matches_name(&t.name, &d.0))
+                .flat_map(|d| d.1.iter().cloned())
+                .collect();
+            (!fields.is_empty()).then(|| hidden_mask(have, &fields))
+        } else {
+            None
+        };
+        self.by_ty[i] = Some(found.clone());
+        found
+    }
 }
 
 /// Whether the type named `name` is the one a declaration names `want`:
@@ -190,9 +291,9 @@ impl IdPlan {
         self.decls.is_empty()
     }
 
-    /// Whether some fields are hidden.
+    /// Whether some fields are hidden or unordered (marked).
     pub(crate) fn has_hidden(&self) -> bool {
-        !self.hidden_decls.is_empty()
+        !self.hidden.decls.is_empty() || !self.unordered.decls.is_empty()
     }
 
     /// Forgets the declarations (a check without them begins).
@@ -201,9 +302,8 @@ impl IdPlan {
         self.explicit.clear();
         self.by_ty.clear();
         self.touched.clear();
-        self.hidden_decls.clear();
-        self.hidden_explicit.clear();
-        self.hidden_by_ty.clear();
+        self.hidden.clear();
+        self.unordered.clear();
     }
 
     /// Takes `decls` (type name, field paths with `.` between names) for
@@ -216,6 +316,7 @@ impl IdPlan {
         roots: &[(TyId, &str)],
         decls: &[(String, Vec<String>)],
         hidden: &[(String, Vec<String>)],
+        unordered: &[(String, Vec<String>)],
     ) -> Result<(), String> {
         self.clear();
         let mut reachable = reachable(types, roots.iter().map(|r| r.0));
@@ -228,7 +329,7 @@ impl IdPlan {
                 .any(|&t| matches_name(&types.tys[t as usize].name, want))
         };
         let mut extra = Vec::new();
-        for (ty, _) in decls.iter().chain(hidden) {
+        for (ty, _) in decls.iter().chain(hidden).chain(unordered) {
             let want = ty.trim();
             if !want.is_empty() && !found(types, &reachable, want) {
                 extra.extend(types.dyn_types_naming(base(want))?);
@@ -293,65 +394,33 @@ impl IdPlan {
             out.push((want.to_string(), paths));
         }
         self.decls = out;
-        for (ty, fields) in hidden {
-            let want = ty.trim();
-            if want.is_empty() || fields.is_empty() {
-                return Err(format!(
-                    "hidden_in({ty:?}, {fields:?}): name a type and at least one field"
-                ));
-            }
-            for t in named(types, &reachable, roots, want, "hidden_in")? {
-                let Shape::Struct(have) = &types.tys[t as usize].shape else {
-                    return Err(format!(
-                        "hidden_in({want:?}): {} is an enum; name the struct whose fields are \
-                         hidden",
-                        types.tys[t as usize].name
-                    ));
-                };
-                for f in fields {
-                    if !have.iter().any(|h| same_field(f.trim(), &h.2)) {
-                        return Err(format!(
-                            "hidden_in({want:?}, {f:?}): {} has no field `{}` (its fields: {})",
-                            types.tys[t as usize].name,
-                            f.trim(),
-                            field_names(have)
-                        ));
-                    }
-                }
-                self.hidden_explicit.insert(t, hidden_mask(have, fields));
-            }
-            self.hidden_decls.push((want.to_string(), fields.clone()));
-        }
+        self.hidden
+            .declare(types, &reachable, roots, hidden, "hidden_in", |_, _| Ok(()))?;
+        self.unordered.declare(
+            types,
+            &reachable,
+            roots,
+            unordered,
+            "unordered_in",
+            |types, f| match types.tys[f as usize].shape {
+                Shape::Vec { .. } => Ok(()),
+                _ => Err(format!(
+                    "the field is a {}, not a `Vec`",
+                    types.tys[f as usize].name
+                )),
+            },
+        )?;
         Ok(())
     }
 
     /// Which fields of the struct `ty` are hidden, if any are.
     pub(crate) fn hidden(&mut self, types: &Types, ty: TyId) -> Option<Arc<[bool]>> {
-        let i = ty as usize;
-        if self.hidden_by_ty.len() <= i {
-            self.hidden_by_ty.resize(types.tys.len().max(i + 1), None);
-        }
-        if let Some(known) = &self.hidden_by_ty[i] {
-            return known.clone();
-        }
-        let t = &types.tys[i];
-        let found = if let Some(f) = self.hidden_explicit.get(&ty) {
-            Some(f.clone())
-        } else if let Shape::Struct(have) = &t.shape {
-            // A struct first met after the declarations were checked (a
-            // `dyn` value's): by its name.
-            let fields: Vec<String> = self
-                .hidden_decls
-                .iter()
-                .filter(|d| matches_name(&t.name, &d.0))
-                .flat_map(|d| d.1.iter().cloned())
-                .collect();
-            (!fields.is_empty()).then(|| hidden_mask(have, &fields))
-        } else {
-            None
-        };
-        self.hidden_by_ty[i] = Some(found.clone());
-        found
+        self.hidden.get(types, ty)
+    }
+
+    /// Which fields of the struct `ty` are unordered sequences, if any are.
+    pub(crate) fn unordered(&mut self, types: &Types, ty: TyId) -> Option<Arc<[bool]>> {
+        self.unordered.get(types, ty)
     }
 
     /// The paths of each field of `ty`, if a declaration names it.
@@ -395,6 +464,7 @@ impl IdPlan {
         }
         let yes = self.declared(types, ty).is_some()
             || self.hidden(types, ty).is_some()
+            || self.unordered(types, ty).is_some()
             || match &types.tys[i].shape {
                 Shape::Struct(f) => f.iter().any(|f| self.touched(types, f.1)),
                 Shape::Array { elem, .. } => self.touched(types, *elem),

@@ -124,12 +124,14 @@ fn resolve(st: &mut State, root: &Root) -> Result<TyId, String> {
 /// Declares where the states of a check hold process identifiers as plain
 /// integers (see `Model::ids_in`): `decls` are (type name, field paths), `roots`
 /// the types the typed walk hashes, and the fields it leaves out
-/// (`hidden`, see `Model::hidden_in`: type name, field names). Checked
+/// (`hidden`, see `Model::hidden_in`: type name, field names) and those
+/// it hashes as multisets (`unordered`, `Model::unordered_in`). Checked
 /// against the type information; empty lists forget the last check's.
 pub fn declare_ids(
     roots: &[Root],
     decls: &[(String, Vec<String>)],
     hidden: &[(String, Vec<String>)],
+    unordered: &[(String, Vec<String>)],
 ) -> Result<(), String> {
     STATE.with(|cell| {
         let _sys = crate::sys::scope::system_scope();
@@ -140,12 +142,12 @@ pub fn declare_ids(
             roots: HashMap::new(),
         });
         st.scratch.ids.clear();
-        if decls.is_empty() && hidden.is_empty() {
+        if decls.is_empty() && hidden.is_empty() && unordered.is_empty() {
             return Ok(());
         }
         if roots.is_empty() {
             return Err(if decls.is_empty() {
-                "Model::hidden_in names fields for the walk by type information, but every \
+                "Model::hidden_in or unordered_in names fields for the walk by type information, but every \
                  type of this model is fingerprinted by its StateHash, which decides what it \
                  hashes: leave the fields out of it instead"
                     .into()
@@ -161,7 +163,7 @@ pub fn declare_ids(
             ids.push((resolve(st, r)?, r.name));
         }
         let types = st.types.as_mut().map_err(|e| e.clone())?;
-        st.scratch.ids.declare(types, &ids, decls, hidden)
+        st.scratch.ids.declare(types, &ids, decls, hidden, unordered)
     })
 }
 

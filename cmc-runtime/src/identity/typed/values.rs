@@ -94,6 +94,9 @@ pub(crate) struct Walker<'t> {
     /// active (`StateHasher::renaming`) and the model declares where
     /// its identifiers are.
     renaming: bool,
+    /// The next run of elements is a multiset (the field being walked is
+    /// declared unordered, `Model::unordered_in`): taken by the run.
+    bag: bool,
 }
 
 /// The text form of a walk.
@@ -220,6 +223,7 @@ impl<'t> Walker<'t> {
             unreadable: 0,
             log: None,
             renaming,
+            bag: false,
         }
     }
 
@@ -331,15 +335,21 @@ impl<'t> Walker<'t> {
                     } else {
                         None
                     };
-                    let hidden = if self.s.ids.has_hidden() {
-                        self.s.ids.hidden(self.types, ty)
+                    let (hidden, unordered) = if self.s.ids.has_hidden() {
+                        (
+                            self.s.ids.hidden(self.types, ty),
+                            self.s.ids.unordered(self.types, ty),
+                        )
                     } else {
-                        None
+                        (None, None)
                     };
                     for (k, (at, f, name)) in fields.iter().enumerate() {
                         if hidden.as_ref().is_some_and(|h| h[k]) {
                             continue;
                         }
+                        // A `Vec` (checked when declared): its run of
+                        // elements takes the mark.
+                        self.bag = unordered.as_ref().is_some_and(|u| u[k]);
                         if let Some(log) = &mut self.log {
                             log.path.push(name.clone());
                         }
@@ -351,6 +361,7 @@ impl<'t> Walker<'t> {
                                 self.value_in(*f, at, h, &mode.field(name, d));
                             }
                         }
+                        self.bag = false;
                         if let Some(log) = &mut self.log {
                             log.path.pop();
                         }
@@ -566,9 +577,10 @@ impl<'t> Walker<'t> {
         h: &mut StateHasher,
         mode: &Mode,
     ) {
+        let bag = std::mem::take(&mut self.bag);
         let t = std::sync::Arc::clone(&self.types.tys[elem as usize]);
         let stride = t.size as usize;
-        if t.plain && self.bulk(elem, mode) {
+        if t.plain && !bag && self.bulk(elem, mode) {
             // SAFETY: the caller's contract.
             self.put(h, unsafe {
                 std::slice::from_raw_parts(addr as *const u8, stride * count)
@@ -576,7 +588,8 @@ impl<'t> Walker<'t> {
             return;
         }
         let ids = matches!(mode, Mode::Ids);
-        let mut set = Set::new(ids && self.sorted(elem, (0..count).map(|i| addr + i * stride), h));
+        let mut set =
+            Set::new(bag || (ids && self.sorted(elem, (0..count).map(|i| addr + i * stride), h)));
         for i in 0..count {
             let e = set.element(h);
             // SAFETY: the caller's contract.
