@@ -174,7 +174,7 @@ impl Message {
                         flags |= bit;
                     }
                 }
-                out.extend_from_slice(&[1, flags, 0, q.hop_count]);
+                out.extend_from_slice(&[self.kind(), flags, 0, q.hop_count]);
                 put_u32(&mut out, q.rreq_id);
                 put_u32(&mut out, q.dest.0);
                 put_u32(&mut out, q.dest_seq);
@@ -189,7 +189,7 @@ impl Message {
                 if p.ack_required {
                     flags |= RREP_A;
                 }
-                out.extend_from_slice(&[2, flags, p.prefix_size & 0x1f, p.hop_count]);
+                out.extend_from_slice(&[self.kind(), flags, p.prefix_size & 0x1f, p.hop_count]);
                 put_u32(&mut out, p.dest.0);
                 put_u32(&mut out, p.dest_seq);
                 put_u32(&mut out, p.orig.0);
@@ -197,13 +197,13 @@ impl Message {
             }
             Message::Rerr(e) => {
                 let flags = if e.no_delete { RERR_N } else { 0 };
-                out.extend_from_slice(&[3, flags, 0, e.unreachable.len() as u8]);
+                out.extend_from_slice(&[self.kind(), flags, 0, e.unreachable.len() as u8]);
                 for (d, s) in &e.unreachable {
                     put_u32(&mut out, d.0);
                     put_u32(&mut out, *s);
                 }
             }
-            Message::RrepAck => out.extend_from_slice(&[4, 0]),
+            Message::RrepAck => out.extend_from_slice(&[self.kind(), 0]),
         }
         out
     }

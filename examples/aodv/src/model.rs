@@ -197,6 +197,11 @@ pub struct AodvNode {
     pub node: Node,
     /// The timers pending (time is abstract: which ones, not when).
     timers: BTreeSet<Timer>,
+    /// Timers cancelled while already expiring (`Bounds::late_timers`):
+    /// each may still fire once.
+    late: BTreeSet<Timer>,
+    /// Whether cancelled timers may fire late.
+    late_timers: bool,
     nodes: usize,
     /// The neighbours, by index.
     neighbours: Peers,
@@ -237,11 +242,14 @@ impl AodvNode {
             gratuitous: true,
             request_ack: b.request_ack,
             first_seq: b.first_seq,
+            net_diameter: b.net_diameter,
             ..Config::default()
         };
         AodvNode {
             node: Node::new(addr_of(i), config),
             timers: BTreeSet::new(),
+            late: BTreeSet::new(),
+            late_timers: b.late_timers,
             nodes,
             neighbours: Peers(
                 (0..nodes)
@@ -337,12 +345,19 @@ impl AodvNode {
                     let _ = ctx.send(to, Packet(m.encode()));
                 }
                 Action::SetTimer(t, _) => {
+                    self.late.remove(&t);
                     self.timers.insert(t);
                 }
                 Action::CancelTimer(t) => {
-                    self.timers.remove(&t);
+                    if self.timers.remove(&t) && self.late_timers {
+                        self.late.insert(t);
+                    }
                 }
-                Action::CancelAllTimers => self.timers.clear(),
+                Action::CancelAllTimers => {
+                    // A reboot loses the timers with everything else.
+                    self.timers.clear();
+                    self.late.clear();
+                }
                 Action::RouteFound(_) | Action::DiscoveryFailed(_) => {}
             }
         }
@@ -498,6 +513,23 @@ impl AodvNode {
 
     fn long_timer_may_fire(&self, view: &View<'_, Self>) -> bool {
         !self.long_timers(view.in_flight(), view.shared()).is_empty()
+    }
+
+    /// A cancelled timer fires after all (`Bounds::late_timers`; every
+    /// such timer is explored): the engine must ignore it.
+    #[handler(guard = Self::has_late_timer)]
+    fn late_timeout(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let t = *self
+            .late
+            .iter()
+            .nth(cmc::choose(self.late.len()))
+            .expect("the guard saw a late timer");
+        self.late.remove(&t);
+        self.drive(ctx, |n| n.timer_expired(t));
+    }
+
+    fn has_late_timer(&self) -> bool {
+        !self.late.is_empty()
     }
 
     /// Table 4.1: the link to a neighbour breaks (every neighbour is
@@ -789,6 +821,12 @@ pub struct Bounds {
     /// The sequence number nodes start with (`Config::first_seq`);
     /// `max_seq` counts from it, across wrap-around.
     pub first_seq: u32,
+    /// NET_DIAMETER (`Config::net_diameter`).
+    pub net_diameter: u8,
+    /// Whether a timer the node cancels may still fire once, as on a host
+    /// whose timer was already expiring when the cancellation came (a
+    /// callback racing `del_timer`); unless the node sets it again first.
+    pub late_timers: bool,
 }
 
 /// The AODV model with these bounds.
@@ -872,6 +910,8 @@ pub const SMALL: Bounds = Bounds {
     retries: 0,
     request_ack: false,
     first_seq: 0,
+    net_diameter: crate::consts::NET_DIAMETER,
+    late_timers: false,
 };
 
 /// Four nodes in a ring (0–1–2–3–0) with every event and two packets in
@@ -917,7 +957,6 @@ pub fn aodv_3_nodes() -> Model<AodvNode> {
     aodv("aodv_3_nodes", SMALL).max_depth(10)
 }
 
-/// Four nodes, to depth 7.
 /// `aodv_3_nodes` with the nodes declared interchangeable: in a full mesh
 /// where every node may look for every other, a state and its renamings of
 /// the nodes (addresses renamed everywhere: tables, timers, packets, the
@@ -929,6 +968,7 @@ pub fn aodv_3_symmetric() -> Model<AodvNode> {
         .interchangeable(0..3, addr_of)
 }
 
+/// Four nodes, to depth 7.
 #[cmc::model]
 pub fn aodv_4_nodes() -> Model<AodvNode> {
     aodv("aodv_4_nodes", Bounds { nodes: 4, ..SMALL }).max_depth(7)
@@ -979,5 +1019,22 @@ pub fn aodv_3_wrap() -> Model<AodvNode> {
 pub const WRAP: Bounds = Bounds {
     max_seq: 3,
     first_seq: u32::MAX - 1,
+    ..SMALL
+};
+
+/// Three fully connected nodes on hosts whose timers may fire just after
+/// they were cancelled, configured for the network they form: every node
+/// hears every other, so NET_DIAMETER is 1 and no RREQ is rebroadcast
+/// (routes through a neighbour come from intermediate replies). Every
+/// event, one packet in flight, to depth 9.
+#[cmc::model]
+pub fn aodv_3_hosts() -> Model<AodvNode> {
+    aodv("aodv_3_hosts", HOSTS).max_depth(9)
+}
+
+/// The environment of [`aodv_3_hosts`].
+pub const HOSTS: Bounds = Bounds {
+    net_diameter: 1,
+    late_timers: true,
     ..SMALL
 };

@@ -113,6 +113,10 @@ pub struct Config {
     /// 3561 fixes no starting value; a node that keeps its number across
     /// restarts, or has run long, starts near the wrap-around of §6.1.
     pub first_seq: u32,
+    /// NET_DIAMETER (§10): the most hops between two nodes of the network;
+    /// a RREQ that has travelled that far is not rebroadcast. A network
+    /// known to be smaller (every node hears every other: 1) sets it lower.
+    pub net_diameter: u8,
 }
 
 impl Default for Config {
@@ -123,6 +127,7 @@ impl Default for Config {
             dest_only: false,
             request_ack: false,
             first_seq: 0,
+            net_diameter: NET_DIAMETER,
         }
     }
 }
@@ -498,7 +503,7 @@ impl Node {
             }
             return;
         }
-        if hops >= NET_DIAMETER {
+        if hops >= self.config.net_diameter {
             return;
         }
         // Rebroadcast with the freshest destination sequence number known.

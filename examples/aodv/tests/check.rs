@@ -161,6 +161,14 @@ mod clean {
     }
 
     #[test]
+    fn the_hosts_environment_has_no_violation_to_depth_7() {
+        // Timers that fire after their cancellation, NET_DIAMETER 1.
+        let r = run(aodv::model::HOSTS, 7);
+        assert_eq!(r.verdict, Verdict::Bounded);
+        assert!(r.stats.unique > 10_000, "{}", r.summary());
+    }
+
+    #[test]
     fn the_wrap_around_environment_has_no_violation_to_depth_7() {
         let r = run(aodv::model::WRAP, 7);
         assert_eq!(r.verdict, Verdict::Bounded);
@@ -170,7 +178,7 @@ mod clean {
     #[test]
     fn the_port_does_not_revive_a_route_with_an_older_rreq() {
         // The same events in the port without the mistake: at the last
-        // step 10.0.0.2 keeps its route to 10.0.0.1 invalid, and no
+        // step 10.0.0.1 keeps its route to 10.0.0.3 invalid, and no
         // property breaks.
         let outcome = aodv::model::aodv_4_nodes()
             .replay(&revive_trace())
@@ -379,7 +387,7 @@ fn an_older_rreq_revives_a_route_fresher_than_its_next_hop() {
             assert!(
                 record
                     .message
-                    .contains("with (seq 2, hops 2), but 10.0.0.3 has (seq 1, hops 1)"),
+                    .contains("with (seq 2, hops 2), but 10.0.0.2 has (seq 1, hops 1)"),
                 "{}",
                 record.message
             );

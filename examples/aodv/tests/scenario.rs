@@ -19,8 +19,12 @@ struct Net {
 
 impl Net {
     fn new() -> Net {
+        Net::with(Config::default())
+    }
+
+    fn with(config: Config) -> Net {
         Net {
-            nodes: [A, B, D].map(|a| Node::new(a, Config::default())).to_vec(),
+            nodes: [A, B, D].map(|a| Node::new(a, config)).to_vec(),
             links: vec![(A, B), (B, D)],
             queue: Vec::new(),
             timers: Vec::new(),
@@ -282,4 +286,54 @@ fn a_node_started_near_the_wrap_around_skips_zero() {
     // A reboot starts it again where it was configured to start.
     a.reboot();
     assert_eq!(a.seq(), u32::MAX);
+}
+
+#[test]
+fn a_rreq_that_travelled_net_diameter_hops_is_not_rebroadcast() {
+    // a looks for d, two hops away: with NET_DIAMETER 1, b drops the RREQ
+    // it would forward (and learns its reverse route to a all the same).
+    for (diameter, found) in [(aodv::consts::NET_DIAMETER, true), (1, false)] {
+        let mut net = Net::with(Config {
+            net_diameter: diameter,
+            ..Config::default()
+        });
+        let out = net.node(A).originate(D);
+        net.apply(A, out);
+        let log = net.run();
+        assert_eq!(
+            log.iter().any(|(_, t, _)| *t == D),
+            found,
+            "NET_DIAMETER {diameter}: {log:?}"
+        );
+        assert_eq!(net.node(A).routes().valid(D).is_some(), found);
+        assert_eq!(net.node(B).routes().valid(A).unwrap().hops, 1);
+    }
+}
+
+#[test]
+fn a_timer_that_fires_after_its_cancellation_is_ignored() {
+    let mut net = Net::new();
+    let out = net.node(A).originate(D);
+    net.apply(A, out);
+    net.run();
+    // The reply ended the discovery and cancelled its retry; the retry
+    // fires all the same.
+    assert!(net.node(A).routes().valid(D).is_some());
+    assert!(net.node(A).discoveries().is_empty());
+    let before = format!("{:?}", net.node(A));
+    assert!(net
+        .node(A)
+        .timer_expired(Timer::DiscoveryRetry(D))
+        .is_empty());
+    assert_eq!(format!("{:?}", net.node(A)), before);
+    // b's link to d breaks: a's route is invalidated and its expiry
+    // cancelled; the expiry fires all the same.
+    net.links.retain(|&l| l != (B, D));
+    let out = net.node(B).link_broken(D);
+    net.apply(B, out);
+    net.run();
+    assert!(net.node(A).routes().valid(D).is_none());
+    let before = format!("{:?}", net.node(A));
+    assert!(net.node(A).timer_expired(Timer::RouteExpiry(D)).is_empty());
+    assert_eq!(format!("{:?}", net.node(A)), before);
 }
