@@ -82,6 +82,14 @@ pub(crate) struct CheckArgs {
     /// shown may change from run to run (--jobs 1: always the same).
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub(crate) jobs: Option<u64>,
+    /// Search across N processes started by `mpirun` (on this machine, or
+    /// on the hosts a hostfile or a scheduler gives it): each owns a part
+    /// of the visited set, expands the states it owns, and sends the
+    /// others theirs; the counts are those of one process, and traces stay
+    /// shortest. Breadth-first search only, one worker per process. Needs
+    /// Open MPI (`bash scripts/install-mpi.sh`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub(crate) processes: Option<u64>,
     /// With --strategy walk: plain random walks, one random event at a
     /// time, each from the initial state, instead of walks guided by
     /// novelty (the default: walks move into states no walk has entered,
@@ -300,6 +308,20 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     o.seed = args.seed;
     // Absent: one worker per core (0), unless the model sets a number.
     o.jobs = Some(args.jobs.map_or(0, |j| j as usize));
+    if args.processes.is_some() {
+        match args.strategy {
+            None | Some(StrategyArg::Bfs) => o.strategy = Some(Strategy::Bfs),
+            Some(_) => anyhow::bail!(
+                "--processes runs a breadth-first search across processes: give --strategy bfs \
+                 or leave --strategy out"
+            ),
+        }
+        if args.jobs.is_some_and(|j| j > 1) {
+            anyhow::bail!("--processes runs one worker in each process for now: leave --jobs out");
+        }
+        o.jobs = Some(1);
+        o.cluster = Some(true);
+    }
     o.keep_going = args.keep_going.then_some(true);
     o.por = args.por.then_some(true);
     o.guided_walks = args.plain_walks.then_some(false);
@@ -428,7 +450,11 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
         Some(_) => Some(crate::coverage::Tools::find(&project.workspace_root)?),
         None => None,
     };
-    let built = crate::harness::build_all(&project, coverage.as_deref())?;
+    let built = crate::harness::build_all(
+        &project,
+        coverage.as_deref(),
+        args.processes.map(|n| n as usize),
+    )?;
     let coverage_dir = project.target_dir.join("cmc").join("coverage");
     let mut union: Option<crate::coverage::Union> = None;
     let all: Vec<&String> = built

@@ -18,7 +18,7 @@ pub(crate) struct ListArgs {
 /// Runs `cargo cmc list`: builds the harnesses and prints their models.
 pub(crate) fn run(args: ListArgs) -> Result<ExitCode> {
     let project = crate::project::discover(&args.project)?;
-    for (_, models) in crate::harness::build_all(&project, None)? {
+    for (_, models) in crate::harness::build_all(&project, None, None)? {
         for m in models {
             println!("{}", m.path);
         }

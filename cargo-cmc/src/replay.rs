@@ -110,7 +110,7 @@ impl std::ops::Deref for ReplayFile {
 /// the project has (a workspace's crates share the directory).
 fn last_trace(given: &ProjectArgs) -> Result<PathBuf> {
     let project = crate::project::discover(given)?;
-    let built = crate::harness::build_all(&project, None)?;
+    let built = crate::harness::build_all(&project, None, None)?;
     let stems: Vec<String> = built
         .iter()
         .flat_map(|(_, models)| models.iter())
@@ -199,7 +199,7 @@ pub(crate) fn run(mut args: ReplayArgs) -> Result<ExitCode> {
     let args = ReplayFile { file, args };
     let trace = Trace::load(&args.file).map_err(|e| anyhow!("{e}"))?;
     let project = crate::project::discover(&build_args(&args.project, &trace))?;
-    let built = crate::harness::build_all(&project, None)?;
+    let built = crate::harness::build_all(&project, None, None)?;
     let Some((harness, _)) = built
         .iter()
         .find(|(_, models)| models.iter().any(|m| m.path == trace.model))

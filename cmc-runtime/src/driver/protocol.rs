@@ -20,7 +20,33 @@ use crate::driver::registry::{models, ModelEntry, RunOptions};
 use crate::engine::isolate::protocol_fd;
 use crate::engine::trace::Trace;
 
+/// This process's rank in the MPI job of a search across processes
+/// (`cargo cmc check --processes N` sets `CMC_CLUSTER`), if it is one.
+fn cluster_rank() -> Option<usize> {
+    std::env::var_os("CMC_CLUSTER")?;
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+    .or(Some(0))
+}
+
 fn emit(value: serde_json::Value) {
+    if let Some(rank) = cluster_rank().filter(|&r| r != 0) {
+        // Process 0 speaks for the search; the others' errors go to
+        // standard error, which the launcher passes on.
+        if value["type"] == "error" {
+            eprintln!(
+                "cmc: process {rank}: {}",
+                value["message"].as_str().unwrap_or("unknown error")
+            );
+        }
+        return;
+    }
     let line = format!("{value}\n");
     match protocol_fd() {
         Some(fd) => crate::sys::process::write_all(fd, line.as_bytes()),
@@ -43,6 +69,9 @@ fn options(text: &str) -> Result<RunOptions, String> {
     let mut options: RunOptions =
         serde_json::from_str(text).map_err(|e| format!("bad options: {e}"))?;
     options.isolate = true;
+    if cluster_rank().is_some() {
+        options.cluster = Some(true);
+    }
     Ok(options)
 }
 
@@ -100,6 +129,12 @@ pub fn harness_main() -> i32 {
     crate::engine::isolate::catch_stop_signals();
     let _ = protocol_fd();
     crate::sys::process::die_with_parent();
+    if cluster_rank().is_some() {
+        if let Err(message) = crate::sys::process::without_aslr() {
+            emit(json!({"type": "error", "message": message}));
+            return 2;
+        }
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(code) => code,

@@ -16,6 +16,9 @@ pub enum CheckError {
     Trace(String),
     /// The child process of an isolated check failed without a result.
     Isolation(String),
+    /// A search across processes failed (its processes disagree, or the
+    /// engine that carries it does).
+    Cluster(String),
 }
 
 impl fmt::Display for CheckError {
@@ -25,6 +28,7 @@ impl fmt::Display for CheckError {
             CheckError::Io(e) => write!(f, "{e}"),
             CheckError::Trace(m) => write!(f, "the trace does not fit the model: {m}"),
             CheckError::Isolation(m) => write!(f, "the checking process failed: {m}"),
+            CheckError::Cluster(m) => write!(f, "the search across processes failed: {m}"),
         }
     }
 }

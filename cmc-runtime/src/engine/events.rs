@@ -7,6 +7,11 @@ use crate::engine::trace::ViolationRecord;
 
 /// The actor index of environment events in internal steps.
 pub(crate) const ENV: usize = usize::MAX;
+/// The actor of the step that starts a path entering a process's search
+/// tree from another process's, in a search across processes (see
+/// `Engine::path`): its handler is the other process's rank, its one
+/// choice the node of that process's tree.
+pub(crate) const LINK: usize = usize::MAX - 1;
 
 pub(crate) const LOSE: usize = 0;
 
@@ -22,7 +27,7 @@ pub(crate) struct Event {
 }
 
 /// A step as the engine records it: the event and its choice values.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RawStep {
     pub(crate) event: Event,
     pub(crate) choices: Vec<usize>,

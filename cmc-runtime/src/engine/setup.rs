@@ -82,6 +82,11 @@ pub(crate) struct Engine<'m, P: Process> {
     /// every per-process invariant held, when the search lets the engine
     /// remember them (see [`Engine::invariant_violations`]).
     pub(super) passed: Option<Box<[std::cell::Cell<u128>]>>,
+    /// In a search across processes, the nodes of this process's tree
+    /// whose states came from another process: for each, that process and
+    /// the node of its tree the state was reached from (see
+    /// [`Engine::path`]). `None` elsewhere.
+    pub(super) links: Option<std::collections::HashMap<u32, (u32, u32)>>,
 }
 
 /// Initialises, in checker memory, the lazily created globals that handler
@@ -437,6 +442,7 @@ impl<'m, P: Process> Engine<'m, P> {
             passed: None,
             at: 0,
             tree,
+            links: None,
             fp,
             scrub,
             pick: None,

@@ -596,6 +596,17 @@ pub struct Stats {
     /// Worker processes that searched (0 or 1: the search ran alone).
     #[serde(default)]
     pub jobs: usize,
+    /// Processes of a search across processes (0: not one).
+    #[serde(default)]
+    pub processes: usize,
+    /// States a process of a search across processes sent to the others,
+    /// and their bytes (pages or page deltas, with fingerprint, depth and
+    /// step), summed over the processes.
+    #[serde(default)]
+    pub sent_states: u64,
+    /// The bytes of those states (see `sent_states`).
+    #[serde(default)]
+    pub sent_bytes: u64,
     /// Whether the search covered every reachable state (no bound, no
     /// interruption, no violation that stopped it).
     #[serde(default)]
@@ -801,6 +812,15 @@ impl CheckResult {
         let walks = match self.stats.symmetry {
             Some(_) => format!("{walks} (one state per orbit)"),
             None => walks,
+        };
+        let walks = if self.stats.processes > 0 {
+            format!(
+                "{walks} processes={} sent/state={:.0}B",
+                self.stats.processes,
+                self.stats.sent_bytes as f64 / self.stats.unique.max(1) as f64
+            )
+        } else {
+            walks
         };
         format!(
             "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}",

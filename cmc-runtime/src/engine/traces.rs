@@ -6,7 +6,7 @@ use super::crash::logged_path;
 use super::events::Event;
 use super::events::Outcome;
 use super::events::RawStep;
-use super::events::{ENV, LOSE};
+use super::events::{ENV, LINK, LOSE};
 use super::fingerprint::hex;
 use super::names::Names;
 use super::setup::Engine;
@@ -170,12 +170,55 @@ impl<'m, P: Process> Engine<'m, P> {
             .push(parent, actor, e.handler as u32, seed, choices)
     }
 
+    /// The steps from the initial state to `node`. In a search across
+    /// processes, a path that enters this process's tree from another's
+    /// starts with a [`LINK`] step naming where it came from (see
+    /// [`Engine::link_node`]): the steps before it are that process's to
+    /// give.
     pub(crate) fn path(&self, node: u32) -> Vec<RawStep> {
-        logged_path(
+        let mut steps = logged_path(
             self.tree
                 .path(node)
                 .expect("the path to a node the search recorded"),
-        )
+        );
+        if let Some(links) = &self.links {
+            if let Some(&(rank, from)) = self.tree.top(node).and_then(|top| links.get(&top)) {
+                steps.insert(
+                    0,
+                    RawStep {
+                        event: Event {
+                            actor: LINK,
+                            handler: rank as usize,
+                        },
+                        choices: vec![from as usize],
+                        seed: 0,
+                    },
+                );
+            }
+        }
+        steps
+    }
+
+    /// Turns on the links of a search across processes (see
+    /// [`Engine::path`]).
+    pub(crate) fn enable_links(&mut self) {
+        self.links.get_or_insert_with(Default::default);
+    }
+
+    /// Records that `node`, a child of the root, holds a state process
+    /// `rank` reached from node `from` of its tree.
+    pub(crate) fn link_node(&mut self, node: u32, rank: u32, from: u32) {
+        self.links
+            .as_mut()
+            .expect("links are on in a search across processes")
+            .insert(node, (rank, from));
+    }
+
+    /// The bytes the links hold.
+    pub(crate) fn links_bytes(&self) -> usize {
+        self.links
+            .as_ref()
+            .map_or(0, |l| l.capacity() * (size_of::<(u32, (u32, u32))>() + 1))
     }
 
     pub(crate) fn show(&self, actor: usize) -> Option<String> {

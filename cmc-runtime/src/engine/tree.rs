@@ -303,6 +303,25 @@ impl Tree {
         self.word(NODE_COUNT).store(len as u64, Ordering::Release);
     }
 
+    /// The node on the way from the root to `node` that is a child of
+    /// the root (`node` itself when its parent is the root); `None` for
+    /// the root, or a node not recorded.
+    pub(crate) fn top(&self, mut node: u32) -> Option<u32> {
+        let count = self.len();
+        let mut below = None;
+        loop {
+            if node as usize >= count {
+                return None;
+            }
+            let parent = (self.at.node_word(node).load(Ordering::Relaxed) >> 32) as u32;
+            if parent == NO_PARENT {
+                return below;
+            }
+            below = Some(node);
+            node = parent;
+        }
+    }
+
     /// The steps from the root to `node`, the root's own step excluded;
     /// `None` when no such node was recorded.
     pub(crate) fn path(&self, mut node: u32) -> Option<Vec<TreeStep>> {

@@ -80,6 +80,10 @@ pub struct RunOptions {
     /// How much of a declared symmetry is checked (`--check-symmetry`).
     #[serde(default)]
     pub check_symmetry: Option<crate::model::SymmetryCheck>,
+    /// Whether the check is one process's part of a search across the
+    /// processes of an MPI job (`cargo cmc check --processes N`).
+    #[serde(default)]
+    pub cluster: Option<bool>,
 }
 
 impl<P: Process> Model<P> {
@@ -146,6 +150,9 @@ impl<P: Process> Model<P> {
         }
         if let Some(c) = options.check_symmetry {
             self.check_symmetry = c;
+        }
+        if let Some(c) = options.cluster {
+            self.cluster = c;
         }
         if let Some(n) = options.frontier_in_memory {
             self = self.frontier_in_memory(n);

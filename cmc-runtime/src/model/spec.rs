@@ -195,6 +195,9 @@ pub struct Model<P: Process> {
     /// Worker processes of the search (see [`Model::jobs`]); `None`: not
     /// set (one), `Some(0)`: one per core.
     pub(crate) jobs: Option<usize>,
+    /// Whether this process searches with the other processes of an MPI
+    /// job (`cargo cmc check --processes N`; see `search::cluster`).
+    pub(crate) cluster: bool,
     /// Whether a harness's options (`--seed`) set the seed: an error
     /// unless the strategy uses one.
     pub(crate) seed_given: bool,
@@ -303,6 +306,7 @@ impl<P: Process> Model<P> {
             debug: None,
             transition_timeout: Some(DEFAULT_TRANSITION_TIMEOUT),
             jobs: None,
+            cluster: false,
             seed_given: false,
             visited_flags: Vec::new(),
             without: Vec::new(),

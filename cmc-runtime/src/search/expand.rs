@@ -611,6 +611,12 @@ impl<P: Process> Search<'_, '_, P> {
     /// `step` is new (its fingerprint `fp` just entered the visited set):
     /// it is pruned, or recorded, checked, and put on the frontier.
     fn new_state(&mut self, item: &Item, step: RawStep, succ: StateId, fp: Fingerprint) {
+        if !self.owns(fp) {
+            // Another process's to check and expand (a search across
+            // processes).
+            self.send_away(item, &step, succ, fp);
+            return;
+        }
         let event = step.event;
         let e = &mut *self.engine;
         if e.pruned() {
@@ -624,8 +630,22 @@ impl<P: Process> Search<'_, '_, P> {
             e.release(succ);
             return;
         };
+        self.accept(node, item.depth + 1, event, succ, fp);
+    }
+
+    /// A new state `succ` (loaded; fingerprint `fp`), recorded as `node`
+    /// of the search tree at `depth`, reached by `event`: counted,
+    /// checked, and put on the frontier.
+    pub(super) fn accept(
+        &mut self,
+        node: u32,
+        depth: usize,
+        event: Event,
+        succ: StateId,
+        fp: Fingerprint,
+    ) {
+        let e = &mut *self.engine;
         self.stats.unique += 1;
-        let depth = item.depth + 1;
         if let Some(depths) = &mut self.depths {
             depths.insert(fp, depth as u32);
         }

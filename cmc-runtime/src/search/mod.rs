@@ -5,6 +5,9 @@
 //! turn a violation into a trace. Running one transition from one state is
 //! the engine's job ([`crate::engine`]); deciding which, and what follows
 //! from its outcome, is this module's.
+mod cluster;
+#[cfg(feature = "cluster")]
+mod cluster_mpi;
 mod coord;
 mod expand;
 mod frontier;
@@ -32,17 +35,20 @@ use searcher::{ended_result, search, settings};
 /// Checks a model (with several worker processes when `model.jobs` asks
 /// for them).
 pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    if model.cluster {
+        return across_processes(model);
+    }
     if model.workers() > 1 {
         return parallel::check(model);
     }
-    search(model, None, false)
+    search(model, None, false, None)
 }
 
 /// [`check`] in a child process: a crash, an exit or a hang in user code
 /// becomes a violation with its trace; the violations found before it and
 /// the statistics so far are kept.
 pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    if model.workers() > 1 {
+    if model.workers() > 1 && !model.cluster {
         return parallel::check(model);
     }
     let start = Instant::now();
@@ -68,4 +74,27 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
         ChildEnd::Ended(ended) => ended,
     };
     ended_result(model, watch, ended, start)
+}
+
+/// One process's part of a search across processes (see `cluster`).
+fn across_processes<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    if model.workers() > 1 {
+        return Err(CheckError::Model(format!(
+            "model `{}`: a search across processes runs one worker in each process for now \
+             (--jobs 1)",
+            model.name
+        )));
+    }
+    #[cfg(feature = "cluster")]
+    {
+        cluster_mpi::check(model)
+    }
+    #[cfg(not(feature = "cluster"))]
+    {
+        Err(CheckError::Model(format!(
+            "model `{}`: this program was built without searches across processes (the \
+             runtime's `cluster` feature; `cargo cmc check --processes N` builds with it)",
+            model.name
+        )))
+    }
 }

@@ -318,7 +318,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
                 worker,
             };
             let result =
-                super::searcher::search(model, Some(par), false).map_err(|e| e.to_string());
+                super::searcher::search(model, Some(par), false, None).map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         },
         || coord.halt(),
@@ -349,7 +349,8 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
         // Liveness needs the graph in one process: one more child checks
         // it, as a one-worker search would after its search.
         let live = match isolate::run_in_child(watch, || {
-            let result = super::searcher::search(model, None, true).map_err(|e| e.to_string());
+            let result =
+                super::searcher::search(model, None, true, None).map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         })
         .map_err(|e| CheckError::Isolation(format!("cannot start the liveness check: {e}")))?
@@ -406,7 +407,7 @@ fn fault_for(worker: usize) {
 /// One result from the workers' results: their violations (each distinct
 /// one once, with its shortest trace), their figures added up, the
 /// gravest verdict.
-fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
+pub(super) fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
     let mut stats = Stats::default();
     let mut violations: Vec<crate::engine::trace::Violation> = Vec::new();
     let mut reached: Vec<crate::engine::trace::Reached> = Vec::new();
@@ -436,6 +437,8 @@ fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.peak_memory_bytes += s.peak_memory_bytes;
         stats.memory.add(&s.memory);
         stats.walks += s.walks;
+        stats.sent_states += s.sent_states;
+        stats.sent_bytes += s.sent_bytes;
         stats.liveness_transitions += s.liveness_transitions;
         stats.fingerprint = stats.fingerprint.or(s.fingerprint);
         if let Some(w) = s.symmetry {

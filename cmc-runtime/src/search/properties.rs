@@ -202,6 +202,11 @@ impl<P: Process> Search<'_, '_, P> {
                         message: String::new(),
                         location: None,
                     };
+                    if self.cluster.is_some() {
+                        // Its path may start in another process.
+                        self.defer(steps, record, true);
+                        continue;
+                    }
                     let at = self.engine.node();
                     let mut trace = self.engine.build_trace(&steps, record);
                     self.engine.set_node(at);

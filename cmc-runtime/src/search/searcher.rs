@@ -114,6 +114,8 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// The path to the image of the next reported violation's state (a
     /// violation of the declared symmetry), for its trace.
     pub(super) twin_path: Vec<crate::engine::trace::PathRun>,
+    /// This process's side of a search across processes, if it is one.
+    pub(super) cluster: Option<super::cluster::Part>,
 }
 
 /// Fingerprints to the smallest depth their state was reached at.
@@ -128,6 +130,8 @@ pub(super) type DepthMap = hashbrown::HashMap<
 pub(super) enum Seen<'c> {
     Local(Visited),
     Shared(&'c crate::identity::visited::SharedVisited, bool),
+    /// This process's part of a search across processes.
+    Cluster(super::cluster::Partition),
 }
 
 impl Seen<'_> {
@@ -140,6 +144,7 @@ impl Seen<'_> {
         match self {
             Seen::Local(v) => v.contains(fp),
             Seen::Shared(v, _) => v.contains(fp),
+            Seen::Cluster(p) => p.contains(fp),
         }
     }
 
@@ -149,12 +154,14 @@ impl Seen<'_> {
         match self {
             Seen::Local(v) => v.prefetch(fp),
             Seen::Shared(v, _) => v.prefetch(fp),
+            Seen::Cluster(p) => p.prefetch(fp),
         }
     }
 
     pub(super) fn insert(&mut self, fp: crate::memory::Fingerprint) -> bool {
         match self {
             Seen::Local(v) => v.insert(fp),
+            Seen::Cluster(p) => p.insert(fp),
             Seen::Shared(v, full) => match v.insert(fp) {
                 Ok(new) => new,
                 Err(crate::identity::visited::Full) => {
@@ -169,9 +176,11 @@ impl Seen<'_> {
 impl<P: Process> Search<'_, '_, P> {
     pub(super) fn visited_bytes(&self) -> usize {
         self.explored_bytes
+            + self.engine.links_bytes()
             + match &self.visited {
                 Seen::Local(v) => v.memory_bytes(),
                 Seen::Shared(v, _) => v.memory_bytes(),
+                Seen::Cluster(p) => p.memory_bytes(),
             }
     }
 
@@ -262,7 +271,7 @@ impl<P: Process> Search<'_, '_, P> {
         self.stop_ticks = self.stop_ticks.wrapping_add(1);
         if self.stop_ticks % 64 != 0 && !self.memory_due() {
             return self.state_bound_reached()
-                || (!self.violations.is_empty() && !self.engine.model().keep_going);
+                || (self.found_violation() && !self.engine.model().keep_going);
         }
         // Every reason to stop is for good (a bound, the budget, the time,
         // a signal): remembered, so that the calls in between see it too.
@@ -361,7 +370,7 @@ impl<P: Process> Search<'_, '_, P> {
             ));
             return true;
         }
-        !self.violations.is_empty() && !self.engine.model().keep_going
+        self.found_violation() && !self.engine.model().keep_going
     }
 
     /// Whether the bound on unique states is reached (and the search
@@ -374,7 +383,7 @@ impl<P: Process> Search<'_, '_, P> {
         let unique = match self.par {
             Some(par) if self.stats.transitions % 64 == 0 => par.coord.totals().0,
             Some(_) => 0,
-            None => self.stats.unique,
+            None => self.cluster_unique(),
         };
         if unique < m as u64 {
             return false;
@@ -392,6 +401,12 @@ impl<P: Process> Search<'_, '_, P> {
             record.location.clone(),
         );
         if !self.seen_violations.insert(key) {
+            return;
+        }
+        if self.cluster.is_some() {
+            // Its path may start in another process: the trace is built
+            // once the search is over (see `Search::resolve_traces`).
+            self.defer(steps, record, false);
             return;
         }
         isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
@@ -443,8 +458,9 @@ impl<P: Process> Search<'_, '_, P> {
         };
         self.root = root;
         // In a parallel search every worker builds the initial state; the
-        // one that claims it starts, the others wait for work.
-        let claimed = self.visited.insert(fp);
+        // one that claims it starts, the others wait for work. Across
+        // processes, the one that owns it starts.
+        let claimed = self.visited.insert(fp) && self.owns(fp);
         self.stats.unique = u64::from(claimed);
         self.engine.set_node(root);
         if let Some(record) = self.engine.check_state() {
@@ -475,6 +491,14 @@ impl<P: Process> Search<'_, '_, P> {
                 priority,
                 &mut *self.engine,
             );
+        }
+        if self.cluster.is_some() {
+            self.run_cluster_levels();
+            self.maybe_report_progress();
+            self.sample_memory();
+            isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);
+            self.frontier.clear(&mut *self.engine);
+            return;
         }
         if let Some(par) = self.par {
             if self.engine.model().strategy == Strategy::Bfs {
@@ -688,6 +712,7 @@ pub(super) fn search<P: Process>(
     model: &Model<P>,
     par: Option<Par<'_>>,
     liveness_only: bool,
+    cluster: Option<super::cluster::Part>,
 ) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     settings(model)?;
@@ -724,9 +749,12 @@ pub(super) fn search<P: Process>(
     let mut search = Search {
         unreached,
         reached: Vec::new(),
-        visited: match par {
-            Some(par) => Seen::Shared(&par.coord.visited, false),
-            None => Seen::Local(Visited::new(model.width)),
+        visited: match (par, &cluster) {
+            (Some(par), _) => Seen::Shared(&par.coord.visited, false),
+            (None, Some(c)) => {
+                Seen::Cluster(super::cluster::Partition::new(model.width, c.rank, c.size))
+            }
+            (None, None) => Seen::Local(Visited::new(model.width)),
         },
         par,
         root: 0,
@@ -796,8 +824,8 @@ pub(super) fn search<P: Process>(
         first_keys: Vec::new(),
         events_buf: Vec::new(),
         explored_bytes: 0,
-        twins: engine
-            .symmetric()
+        // Not across processes: a state's twin may be another's.
+        twins: (engine.symmetric() && cluster.is_none())
             .then(|| super::twins::Twins::new(model.check_symmetry)),
         twin_path: Vec::new(),
         depths: (model.bounds.max_depth.is_some()
@@ -807,8 +835,12 @@ pub(super) fn search<P: Process>(
             )
             && par.is_none())
         .then(DepthMap::default),
+        cluster,
         engine: &mut engine,
     };
+    if search.cluster.is_some() {
+        search.engine.enable_links();
+    }
     if search.cache.is_some() && search.engine.handlers().len() <= 64 {
         search.guards = Some(super::transition_cache::GuardCache::new());
     }
@@ -825,13 +857,17 @@ pub(super) fn search<P: Process>(
         true
     } else {
         search.run();
+        if search.cluster.is_some() {
+            // Every process takes part, whatever it found.
+            search.resolve_traces();
+        }
         let complete = search.fatal.is_none()
             && !search.halted
             && !search.bounded
             && search.interrupted.is_none()
             && (search.violations.is_empty() || model.keep_going);
         // A parallel search checks liveness once its workers are done.
-        if complete && par.is_none() {
+        if complete && par.is_none() && search.cluster.is_none() {
             search.liveness();
         }
         complete
@@ -854,8 +890,14 @@ pub(super) fn search<P: Process>(
     if let Some(e) = search.fatal.take() {
         return Err(e);
     }
+    // Across processes, the results are whole only once merged.
+    let search_is_whole = search.cluster.is_none();
     let mut stats = search.stats;
     stats.symmetry = symmetry;
+    if let Some(c) = &search.cluster {
+        stats.sent_states = c.sent_states;
+        stats.sent_bytes = c.sent_bytes;
+    }
     let handlers = search.engine.handler_uses();
     stats.complete = complete;
     if let Some(sleep) = &search.sleep {
@@ -898,7 +940,7 @@ pub(super) fn search<P: Process>(
         stopped,
         handlers,
     };
-    if par.is_none() && !liveness_only {
+    if par.is_none() && !liveness_only && search_is_whole {
         never_reached(model, &mut result);
     }
     Ok(result)

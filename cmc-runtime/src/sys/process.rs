@@ -258,3 +258,42 @@ pub(crate) fn die_with_parent() {
     // SAFETY: a prctl with no memory arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
 }
+
+/// Runs this program again, in this process, with address-space
+/// randomization off, unless it is off already: the processes of a search
+/// across processes exchange states as memory, which holds addresses into
+/// the program (see `search::cluster`). Returns only when it is off (or
+/// with the reason the system refused).
+pub(crate) fn without_aslr() -> Result<(), String> {
+    const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
+    const QUERY: libc::c_ulong = 0xffff_ffff;
+    // SAFETY: personality with 0xffffffff only reads the persona.
+    let now = unsafe { libc::personality(QUERY) };
+    if now < 0 {
+        return Err(format!(
+            "cannot read the process's persona: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    let now = now as libc::c_ulong;
+    if now & ADDR_NO_RANDOMIZE != 0 {
+        return Ok(());
+    }
+    // SAFETY: sets a flag of the persona, which takes effect at the next
+    // exec.
+    if unsafe { libc::personality(now | ADDR_NO_RANDOMIZE) } < 0 {
+        return Err(format!(
+            "the system refuses to turn address-space randomization off \
+             (personality(ADDR_NO_RANDOMIZE): {}); a search across processes needs it off",
+            io::Error::last_os_error()
+        ));
+    }
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("/proc/self/exe")
+        .arg0(std::env::args_os().next().unwrap_or_default())
+        .args(std::env::args_os().skip(1))
+        .exec();
+    Err(format!(
+        "cannot run the program again without address-space randomization: {error}"
+    ))
+}

@@ -1,0 +1,683 @@
+//! One breadth-first search over several processes (`cargo cmc check
+//! --processes N`), possibly on several machines: owner-computes hash
+//! partitioning of the visited set, as parallel Murφ, PReach and DiVinE
+//! do it.
+//!
+//! Every state belongs to one process, chosen by its fingerprint
+//! ([`owner`]). A process expands the states it owns; a successor it owns
+//! goes into its own visited set as in a one-process search, and one it
+//! does not own goes, with its pages, to its owner, which deduplicates it,
+//! checks it and expands it in the next level. A small table of the
+//! fingerprints each process already sent ([`Partition`]'s cache) keeps
+//! it from sending the same state twice.
+//!
+//! Levels stay whole, so the counts are exactly those of one process and
+//! traces stay shortest: a process expands its states of the current
+//! level in rounds of [`ROUND`] states; after each round every process
+//! exchanges what it produced and all agree, by a sum over all of them,
+//! whether any still holds a state of the level and whether any must
+//! stop. Nothing of the transport, the barriers or the termination is
+//! cmc's: those are collective operations of the engine that carries the
+//! search ([`Collective`]; MPI, in `cluster_mpi`).
+//!
+//! A state travels as the pages in which it differs from the state sent
+//! before it to the same process in the same round (`Memory::export`),
+//! so every process must run the same program at the same addresses (the
+//! harness turns address-space randomization off, and the processes
+//! compare their layouts before they start). With it travel its
+//! fingerprint, its depth, the step that reached it and the node of the
+//! sender's search tree it was reached from. The receiver records the
+//! state as a child of its tree's root and remembers the link
+//! (`Engine::link_node`); the path to a state is rebuilt, when a
+//! violation needs it, by asking the processes along the links, in rounds
+//! of exchanges, after the search ([`Search::resolve_traces`]).
+
+use std::rc::Rc;
+
+use crate::engine::isolate;
+use crate::engine::trace::{Reached, Violation, ViolationRecord};
+use crate::engine::{Event, RawStep, ENV, LINK};
+use crate::identity::visited::Visited;
+use crate::memory::{Fingerprint, StateId};
+use crate::model::Process;
+use crate::sys::scope::system_scope;
+use crate::FingerprintWidth;
+
+use super::frontier::Item;
+use super::searcher::{Search, Seen};
+
+/// What a search across processes needs of the engine that carries it:
+/// collective operations, in which every process takes part in the same
+/// order.
+#[cfg_attr(
+    not(feature = "cluster"),
+    allow(dead_code, reason = "its engine is a feature")
+)]
+pub(crate) trait Collective {
+    /// This process's index, from 0.
+    fn rank(&self) -> usize;
+    /// The number of processes.
+    fn size(&self) -> usize;
+    /// Sends `out[r]` to process `r` (`out[rank]` is empty) and returns
+    /// what each process sent to this one.
+    fn exchange(&self, out: &[Vec<u8>]) -> Vec<Vec<u8>>;
+    /// The element-wise sums of `values` over all processes.
+    fn sum(&self, values: &[u64]) -> Vec<u64>;
+    /// Every process's `bytes`, by rank, at every process.
+    fn all_gather(&self, bytes: &[u8]) -> Vec<Vec<u8>>;
+}
+
+/// States a process expands between two exchanges.
+pub(super) const ROUND: usize = 1024;
+
+/// Slots of the table of fingerprints a process already sent (16 bytes
+/// each: 16 MiB).
+const SENT_SLOTS: usize = 1 << 20;
+
+/// The process that owns the state with fingerprint `fp`, of `size`:
+/// from bits that neither the visited set's slot nor its tag uses alone.
+pub(crate) fn owner(fp: Fingerprint, size: usize) -> usize {
+    let x = (fp.0 as u64) ^ ((fp.0 >> 64) as u64);
+    let mixed = crate::sys::hash::fmix64(x ^ 0x9e37_79b9_7f4a_7c15);
+    ((u128::from(mixed) * size as u128) >> 64) as usize
+}
+
+/// A process's part of the visited set of a search across processes: the
+/// fingerprints it owns, and a direct-mapped table of those it sent to
+/// their owners (a cache: a fingerprint it forgets is sent again, and its
+/// owner drops it).
+pub(crate) struct Partition {
+    own: Visited,
+    sent: Box<[u128]>,
+    rank: usize,
+    size: usize,
+}
+
+impl Partition {
+    pub(super) fn new(width: FingerprintWidth, rank: usize, size: usize) -> Self {
+        assert!(rank < size, "process {rank} of {size}");
+        Partition {
+            own: Visited::new(width),
+            sent: vec![0u128; SENT_SLOTS].into_boxed_slice(),
+            rank,
+            size,
+        }
+    }
+
+    pub(super) fn owns(&self, fp: Fingerprint) -> bool {
+        owner(fp, self.size) == self.rank
+    }
+
+    fn slot(&self, fp: Fingerprint) -> usize {
+        (crate::sys::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64) as usize) & (SENT_SLOTS - 1)
+    }
+
+    pub(super) fn contains(&self, fp: Fingerprint) -> bool {
+        if self.owns(fp) {
+            self.own.contains(fp)
+        } else {
+            self.sent[self.slot(fp)] == fp.0
+        }
+    }
+
+    /// Adds `fp`: true when it is new to this process (owned: new to the
+    /// search; not owned: not sent yet, and now to be sent).
+    pub(super) fn insert(&mut self, fp: Fingerprint) -> bool {
+        if self.owns(fp) {
+            return self.own.insert(fp);
+        }
+        let slot = self.slot(fp);
+        if self.sent[slot] == fp.0 {
+            return false;
+        }
+        self.sent[slot] = fp.0;
+        true
+    }
+
+    pub(super) fn prefetch(&self, fp: Fingerprint) {
+        if self.owns(fp) {
+            self.own.prefetch(fp);
+        }
+    }
+
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.own.memory_bytes() + self.sent.len() * 16
+    }
+
+    /// The fingerprints this process owns.
+    #[cfg(test)]
+    fn owned(&self) -> usize {
+        self.own.len()
+    }
+}
+
+/// What one process sends another in one round: its states, each against
+/// the one before it.
+#[derive(Default)]
+struct Outbox {
+    bytes: Vec<u8>,
+    /// The last state written (one reference held until the round ends).
+    prev: Option<StateId>,
+}
+
+/// A violation or a witness found in this process, whose path starts in
+/// another's: `link` names the process and the node of its tree the path
+/// continues from, backwards (`None`: the path is whole).
+pub(super) struct Pending {
+    link: Option<(u32, u32)>,
+    steps: Vec<RawStep>,
+    record: ViolationRecord,
+    /// A witness of a `sometimes` property, not a violation.
+    witness: bool,
+}
+
+/// A search's side of a search across processes.
+pub(crate) struct Part {
+    pub(super) net: Rc<dyn Collective>,
+    pub(super) rank: usize,
+    pub(super) size: usize,
+    out: Vec<Outbox>,
+    pub(super) pending: Vec<Pending>,
+    /// States and bytes sent to other processes.
+    pub(crate) sent_states: u64,
+    pub(crate) sent_bytes: u64,
+    /// States received, and of those, new.
+    pub(crate) received: u64,
+    /// The states the other processes had found at the last exchange.
+    pub(super) others_unique: u64,
+    /// Imported states whose fingerprint was computed again here.
+    checked_imports: u64,
+}
+
+impl Part {
+    #[cfg_attr(
+        not(feature = "cluster"),
+        allow(dead_code, reason = "its engine is a feature")
+    )]
+    pub(crate) fn new(net: Rc<dyn Collective>) -> Self {
+        let (rank, size) = (net.rank(), net.size());
+        Part {
+            net,
+            rank,
+            size,
+            out: (0..size).map(|_| Outbox::default()).collect(),
+            pending: Vec::new(),
+            sent_states: 0,
+            sent_bytes: 0,
+            received: 0,
+            others_unique: 0,
+            checked_imports: 0,
+        }
+    }
+}
+
+fn put(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn get(data: &[u8], at: &mut usize) -> u64 {
+    let mut n = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = data[*at];
+        *at += 1;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return n;
+        }
+        shift += 7;
+        assert!(shift < 64, "a malformed number from another process");
+    }
+}
+
+fn put_step(out: &mut Vec<u8>, s: &RawStep) {
+    // The environment (`ENV`) and links (`LINK`) as 0 and 1, processes
+    // from 2.
+    let actor = match s.event.actor {
+        ENV => 0,
+        LINK => 1,
+        a => a as u64 + 2,
+    };
+    put(out, actor);
+    put(out, s.event.handler as u64);
+    put(out, u64::from(s.seed));
+    put(out, s.choices.len() as u64);
+    for &c in &s.choices {
+        put(out, c as u64);
+    }
+}
+
+fn get_step(data: &[u8], at: &mut usize) -> RawStep {
+    let actor = match get(data, at) {
+        0 => ENV,
+        1 => LINK,
+        a => (a - 2) as usize,
+    };
+    let handler = get(data, at) as usize;
+    let seed = get(data, at) as u32;
+    let n = get(data, at) as usize;
+    let choices = (0..n).map(|_| get(data, at) as usize).collect();
+    RawStep {
+        event: Event { actor, handler },
+        choices,
+        seed,
+    }
+}
+
+fn put_steps(out: &mut Vec<u8>, steps: &[RawStep]) {
+    put(out, steps.len() as u64);
+    for s in steps {
+        put_step(out, s);
+    }
+}
+
+fn get_steps(data: &[u8], at: &mut usize) -> Vec<RawStep> {
+    let n = get(data, at) as usize;
+    (0..n).map(|_| get_step(data, at)).collect()
+}
+
+/// A path's link to another process (its first step, when it is a
+/// [`LINK`]), and the steps after it.
+fn split_link(mut steps: Vec<RawStep>) -> (Option<(u32, u32)>, Vec<RawStep>) {
+    match steps.first() {
+        Some(s) if s.event.actor == LINK => {
+            let link = (s.event.handler as u32, s.choices[0] as u32);
+            steps.remove(0);
+            (Some(link), steps)
+        }
+        _ => (None, steps),
+    }
+}
+
+/// Imported states whose fingerprint is computed again on arrival: the
+/// first ones, then one in this many.
+const CHECK_FIRST: u64 = 64;
+const CHECK_EVERY: u64 = 1024;
+
+impl<P: Process> Search<'_, '_, P> {
+    /// The states the search found, across processes as far as this one
+    /// knows (at the last exchange).
+    pub(super) fn cluster_unique(&self) -> u64 {
+        self.stats.unique + self.cluster.as_ref().map_or(0, |c| c.others_unique)
+    }
+
+    /// Whether `fp` is this process's to check and expand (always, but in
+    /// a search across processes).
+    pub(super) fn owns(&self, fp: Fingerprint) -> bool {
+        match &self.visited {
+            Seen::Cluster(p) => p.owns(fp),
+            _ => true,
+        }
+    }
+
+    /// The successor `succ` of `item` by `step`, owned by another process
+    /// and not sent to it before: written to its owner's outbox (this
+    /// search keeps the reference it held until the round ends).
+    pub(super) fn send_away(
+        &mut self,
+        item: &Item,
+        step: &RawStep,
+        succ: StateId,
+        fp: Fingerprint,
+    ) {
+        let part = self.cluster.as_mut().expect("a search across processes");
+        let to = owner(fp, part.size);
+        assert_ne!(to, part.rank, "a state this process owns is not sent away");
+        let out = &mut part.out[to];
+        let before = out.bytes.len();
+        out.bytes.extend_from_slice(&fp.0.to_le_bytes());
+        put(&mut out.bytes, u64::from(item.node));
+        put(&mut out.bytes, item.depth as u64 + 1);
+        put_step(&mut out.bytes, step);
+        self.engine.export(succ, out.prev, &mut out.bytes);
+        if let Some(p) = out.prev.replace(succ) {
+            self.engine.release(p);
+        }
+        part.sent_states += 1;
+        part.sent_bytes += (out.bytes.len() - before) as u64;
+    }
+
+    /// One breadth-first search across processes, from the initial state
+    /// (in the frontier of the process that owns it): level by level, each
+    /// in rounds that end with an exchange of states and an agreement on
+    /// whether the level, or the search, is over.
+    pub(super) fn run_cluster_levels(&mut self) {
+        let mut level = 0usize;
+        loop {
+            loop {
+                let mut expanded = 0;
+                let mut stop = false;
+                while expanded < ROUND
+                    && self.frontier.front_depth(&mut *self.engine) == Some(level)
+                {
+                    if self.stop_requested() {
+                        stop = true;
+                        break;
+                    }
+                    let item = self.frontier.pop(&mut *self.engine).expect("a front item");
+                    self.expand(&item);
+                    self.engine.release(item.state);
+                    self.maybe_report_progress();
+                    expanded += 1;
+                }
+                stop |= self.stop_requested();
+                let more = self.frontier.front_depth(&mut *self.engine) == Some(level);
+                self.exchange();
+                let part = self.cluster.as_mut().expect("a search across processes");
+                let totals = part
+                    .net
+                    .sum(&[u64::from(more), u64::from(stop), self.stats.unique]);
+                part.others_unique = totals[2] - self.stats.unique;
+                if totals[1] > 0 {
+                    if !stop {
+                        // Another process found what ends the search, or
+                        // reached a bound: its result says which.
+                        self.halted = true;
+                    }
+                    return;
+                }
+                if totals[0] == 0 {
+                    break;
+                }
+            }
+            let part = self.cluster.as_ref().expect("a search across processes");
+            let next = part.net.sum(&[self.frontier.len() as u64])[0];
+            if next == 0 {
+                return;
+            }
+            level += 1;
+        }
+    }
+
+    /// Sends every outbox to its process and takes in what the others
+    /// sent: each state this process has not seen is checked and put on
+    /// the frontier, as a successor of its own would be.
+    fn exchange(&mut self) {
+        let part = self.cluster.as_mut().expect("a search across processes");
+        let mut out = Vec::with_capacity(part.size);
+        for o in &mut part.out {
+            out.push(std::mem::take(&mut o.bytes));
+            if let Some(p) = o.prev.take() {
+                self.engine.release(p);
+            }
+        }
+        let incoming = part.net.exchange(&out);
+        for (from, bytes) in incoming.iter().enumerate() {
+            self.import_from(from, bytes);
+        }
+    }
+
+    /// Takes in the states process `from` sent (see [`Search::send_away`]).
+    fn import_from(&mut self, from: usize, bytes: &[u8]) {
+        let mut at = 0;
+        let mut prev: Option<StateId> = None;
+        while at < bytes.len() {
+            let fp = Fingerprint(u128::from_le_bytes(
+                bytes[at..at + 16].try_into().expect("16 bytes"),
+            ));
+            at += 16;
+            let parent = get(bytes, &mut at) as u32;
+            let depth = get(bytes, &mut at) as usize;
+            let step = get_step(bytes, &mut at);
+            let state = self.engine.import(prev, bytes, &mut at);
+            if let Some(p) = prev.replace(state) {
+                self.engine.release(p);
+            }
+            let part = self.cluster.as_mut().expect("a search across processes");
+            part.received += 1;
+            assert!(
+                self.owns(fp),
+                "process {from} sent a state this process does not own"
+            );
+            if !self.visited.insert(fp) {
+                continue;
+            }
+            self.engine.retain(state);
+            self.claim(from, parent, depth, step, state, fp);
+            if self.fatal.is_some() {
+                break;
+            }
+        }
+        if let Some(p) = prev {
+            self.engine.release(p);
+        }
+    }
+
+    /// A state another process sent, new to the search: checked against
+    /// the fingerprint the sender computed (the first ones and a sample:
+    /// the processes must agree on states), then recorded with its link
+    /// and handled as a new successor (see `Search::accept`).
+    fn claim(
+        &mut self,
+        from: usize,
+        parent: u32,
+        depth: usize,
+        step: RawStep,
+        state: StateId,
+        fp: Fingerprint,
+    ) {
+        let e = &mut *self.engine;
+        e.load(state);
+        let part = self.cluster.as_mut().expect("a search across processes");
+        part.checked_imports += 1;
+        let n = part.checked_imports;
+        if n <= CHECK_FIRST || n % CHECK_EVERY == 0 {
+            let here = e.state_fingerprint(state);
+            if here.as_ref().ok() != Some(&fp) {
+                e.release(state);
+                self.fatal = Some(crate::engine::CheckError::Cluster(format!(
+                    "a state process {from} sent has another fingerprint in process {}: \
+                     the processes do not run the same program at the same addresses, or \
+                     the state's identity depends on more than its memory",
+                    self.cluster.as_ref().map_or(0, |c| c.rank)
+                )));
+                return;
+            }
+            e.load(state);
+        }
+        if e.pruned() {
+            self.stats.pruned += 1;
+            e.release(state);
+            return;
+        }
+        let root = self.root;
+        let Some(node) = e.record_node(root, step.event, &step.choices, step.seed) else {
+            e.release(state);
+            return;
+        };
+        e.link_node(node, from as u32, parent);
+        self.accept(node, depth, step.event, state, fp);
+    }
+
+    /// A violation (or, with `witness`, a `sometimes` property's witness)
+    /// at the end of `steps`, kept until the search ends and its path is
+    /// whole.
+    pub(super) fn defer(&mut self, steps: Vec<RawStep>, record: ViolationRecord, witness: bool) {
+        let (link, steps) = split_link(steps);
+        self.cluster
+            .as_mut()
+            .expect("a search across processes")
+            .pending
+            .push(Pending {
+                link,
+                steps,
+                record,
+                witness,
+            });
+    }
+
+    /// After the search, in every process: the paths of the violations and
+    /// witnesses found are completed by asking, in rounds, the process each
+    /// continues in for the path to the node it names; then their traces
+    /// are built (by replay, from the initial state, as in a one-process
+    /// search).
+    pub(super) fn resolve_traces(&mut self) {
+        loop {
+            let part = self.cluster.as_ref().expect("a search across processes");
+            let open = part.pending.iter().filter(|p| p.link.is_some()).count() as u64;
+            if part.net.sum(&[open])[0] == 0 {
+                break;
+            }
+            let mut asks = vec![Vec::new(); part.size];
+            for (i, p) in part.pending.iter().enumerate() {
+                if let Some((rank, node)) = p.link {
+                    put(&mut asks[rank as usize], i as u64);
+                    put(&mut asks[rank as usize], u64::from(node));
+                }
+            }
+            let asked = part.net.exchange(&asks);
+            let mut answers = vec![Vec::new(); part.size];
+            for (from, bytes) in asked.iter().enumerate() {
+                let mut at = 0;
+                while at < bytes.len() {
+                    let i = get(bytes, &mut at);
+                    let node = get(bytes, &mut at) as u32;
+                    put(&mut answers[from], i);
+                    put_steps(&mut answers[from], &self.engine.path(node));
+                }
+            }
+            let part = self.cluster.as_mut().expect("a search across processes");
+            let answered = part.net.exchange(&answers);
+            for bytes in &answered {
+                let mut at = 0;
+                while at < bytes.len() {
+                    let i = get(bytes, &mut at) as usize;
+                    let (link, mut steps) = split_link(get_steps(bytes, &mut at));
+                    let p = &mut part.pending[i];
+                    steps.append(&mut p.steps);
+                    p.steps = steps;
+                    p.link = link;
+                }
+            }
+        }
+        let pending = std::mem::take(
+            &mut self
+                .cluster
+                .as_mut()
+                .expect("a search across processes")
+                .pending,
+        );
+        for p in pending {
+            let mut trace = self.engine.build_trace(&p.steps, p.record.clone());
+            if p.witness {
+                trace.violation = None;
+                trace.also_violated.clear();
+                self.reached.push(Reached {
+                    property: p.record.property,
+                    trace,
+                });
+                continue;
+            }
+            let violation = Violation {
+                record: p.record,
+                trace,
+            };
+            if isolate::isolated() {
+                let _sys = system_scope();
+                isolate::stream(
+                    &serde_json::to_string(&violation).expect("a violation serialises"),
+                );
+            }
+            self.violations.push(violation);
+        }
+    }
+
+    /// Whether the search found a violation (in a search across processes,
+    /// also one whose trace is not built yet).
+    pub(super) fn found_violation(&self) -> bool {
+        !self.violations.is_empty()
+            || self
+                .cluster
+                .as_ref()
+                .is_some_and(|c| c.pending.iter().any(|p| !p.witness))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_spread_evenly_and_depend_on_every_bit() {
+        for size in [1usize, 2, 3, 4, 7] {
+            let mut counts = vec![0u64; size];
+            for i in 0..70_000u128 {
+                let fp = Fingerprint(i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835));
+                counts[owner(fp, size)] += 1;
+            }
+            let expect = 70_000 / size as u64;
+            for &c in &counts {
+                assert!(c.abs_diff(expect) < expect / 20 + 10, "{size}: {counts:?}");
+            }
+        }
+        // 64-bit fingerprints (the high half zero) spread too.
+        let mut counts = [0u64; 4];
+        for i in 0..40_000u128 {
+            counts[owner(Fingerprint(i * 7919), 4)] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 9_000), "{counts:?}");
+    }
+
+    #[test]
+    fn steps_and_links_round_trip() {
+        let steps = vec![
+            RawStep {
+                event: Event {
+                    actor: LINK,
+                    handler: 3,
+                },
+                choices: vec![77],
+                seed: 0,
+            },
+            RawStep {
+                event: Event {
+                    actor: ENV,
+                    handler: 1,
+                },
+                choices: vec![],
+                seed: 2,
+            },
+            RawStep {
+                event: Event {
+                    actor: 5,
+                    handler: 0,
+                },
+                choices: vec![0, 300, usize::MAX >> 1],
+                seed: 0,
+            },
+        ];
+        let mut bytes = Vec::new();
+        put_steps(&mut bytes, &steps);
+        let mut at = 0;
+        let back = get_steps(&bytes, &mut at);
+        assert_eq!(at, bytes.len());
+        assert_eq!(back, steps);
+        let (link, rest) = split_link(back);
+        assert_eq!(link, Some((3, 77)));
+        assert_eq!(rest, steps[1..]);
+        assert_eq!(split_link(rest.clone()), (None, rest));
+    }
+
+    #[test]
+    fn a_partition_sends_each_state_once_and_keeps_what_it_owns() {
+        let mut p = Partition::new(FingerprintWidth::Bits128, 1, 3);
+        let mut mine = 0;
+        for i in 1..5_000u128 {
+            let fp = Fingerprint(i.wrapping_mul(0x2545_f491_4f6c_dd1d_9e37_79b9_7f4a_7c15));
+            assert!(p.insert(fp), "{i}: new");
+            assert!(!p.insert(fp), "{i}: seen");
+            assert!(p.contains(fp));
+            mine += usize::from(p.owns(fp));
+        }
+        assert_eq!(p.owned(), mine);
+        assert!(mine > 1_400 && mine < 1_950, "{mine}");
+    }
+}
