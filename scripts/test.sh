@@ -15,8 +15,10 @@
 # kept busy across test binaries, where `cargo test` runs one binary at a
 # time. Without it, `cargo test` runs them (a few minutes longer).
 #
-# What --full adds: the long tests of the workspace (each `#[ignore]`d with
-# its reason, run here with `--ignored`), the other seeded bugs of the AODV
+# What --full adds: Open MPI (scripts/install-mpi.sh), the long tests of
+# the workspace (each `#[ignore]`d with its reason, run here with
+# `--ignored`; the searches across processes among them), the other seeded
+# bugs of the AODV
 # example, the roles test with the tutorial's seeded bug, and the raft
 # example (its own workspace: the raft crate's and the runtime's builds,
 # and each seeded bug a build of its own).
@@ -140,6 +142,10 @@ default_part() {
 }
 
 full_part() {
+  # Open MPI, for the tests of a search across processes
+  # (cargo-cmc/tests/cluster.rs, among the long tests).
+  step bash scripts/install-mpi.sh
+
   # The long tests of the workspace, built by the default part.
   run_tests --ignored --workspace --tests
 

@@ -500,10 +500,11 @@ impl Harness {
     }
 
     /// [`Harness::run_with`] for a search across `n` processes: `mpirun`
-    /// starts them (`CMC_MPIRUN` names another launcher with mpirun's
-    /// options), every output line tagged with its process; process 0's
-    /// JSON lines are the protocol, the rest is the user's output and goes
-    /// to standard error.
+    /// starts them (`CMC_MPIRUN` names another launcher that takes
+    /// mpirun's options). Process 0 appends the protocol's lines to a file
+    /// this process follows (a launcher forwards output in pieces, which
+    /// may cut a long line); what the processes print goes to standard
+    /// error.
     fn run_across(
         &self,
         n: usize,
@@ -512,13 +513,18 @@ impl Harness {
         mut on_line: impl FnMut(Value) -> Result<()>,
     ) -> Result<()> {
         remove_stale_spills(&self.spill_dir);
+        let dir = self.spill_dir.with_file_name("protocol");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let file = dir.join(format!("{}.jsonl", std::process::id()));
+        std::fs::write(&file, b"").with_context(|| format!("cannot write {}", file.display()))?;
         let launcher = std::env::var_os("CMC_MPIRUN").unwrap_or_else(|| "mpirun".into());
         let mut cmd = Command::new(&launcher);
         cmd.args(["-n", &n.to_string()])
             // More processes than cores on one machine (a test), and none
             // pinned to a core: the forked children of an isolated check
             // need the freedom.
-            .args(["--oversubscribe", "--bind-to", "none", "--tag-output"])
+            .args(["--oversubscribe", "--bind-to", "none"])
             // Open MPI's handler of SIGSEGV would replace the one the
             // search tracks its writes with.
             .args(["--mca", "opal_signal", ""]);
@@ -533,6 +539,10 @@ impl Harness {
         let mut exported = vec![
             ("CMC_CLUSTER".to_string(), std::ffi::OsString::from("1")),
             ("CMC_SPILL_DIR".to_string(), spill),
+            (
+                "CMC_PROTOCOL_FILE".to_string(),
+                file.clone().into_os_string(),
+            ),
         ];
         for (k, v) in env {
             exported.push((k.to_string(), v.to_os_string()));
@@ -545,12 +555,18 @@ impl Harness {
             .args(args)
             .env_remove("CMC_PROTOCOL_FD")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::from(
+                std::io::stderr()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .context("cannot duplicate standard error")?,
+            ))
             .stderr(Stdio::inherit())
             .process_group(0);
         let mut child = cmd.spawn().with_context(|| {
             format!(
-                "cannot run {} (a search across processes needs Open MPI: `bash scripts/install-mpi.sh`)",
+                "cannot run {} (a search across processes needs Open MPI: `bash \
+                 scripts/install-mpi.sh`)",
                 Path::new(&launcher).display()
             )
         })?;
@@ -559,36 +575,62 @@ impl Harness {
             // SAFETY: signals the launcher's own process group.
             unsafe { libc::kill(-(child.id() as i32), signal) };
         }
-        let stdout = child.stdout.take().context("the launcher's output")?;
+        let mut protocol = std::fs::File::open(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let mut pending = Vec::new();
         let mut failure = None;
         let mut callback_error = None;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let (rank, text) = untag(&line);
-            let value = match (rank, serde_json::from_str::<Value>(text)) {
-                (Some(0), Ok(v)) if v.get("type").is_some() => v,
-                _ => {
-                    eprintln!("{line}");
+        let mut take = |pending: &mut Vec<u8>, last: bool| {
+            use std::io::Read;
+            let _ = protocol.read_to_end(pending);
+            let end = if last {
+                pending.len()
+            } else {
+                pending
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1)
+            };
+            let lines: Vec<u8> = pending.drain(..end).collect();
+            for line in String::from_utf8_lossy(&lines).lines() {
+                if line.is_empty() {
                     continue;
                 }
-            };
-            if value["type"] == "error" {
-                failure = Some(
-                    value["message"]
-                        .as_str()
-                        .unwrap_or("unknown error")
-                        .to_string(),
-                );
-                continue;
-            }
-            if failure.is_none() && callback_error.is_none() {
-                if let Err(e) = on_line(value) {
-                    callback_error = Some(e);
+                let value: Value = match serde_json::from_str(line) {
+                    Ok(v) => v,
+                    Err(_) => {
+                        failure.get_or_insert_with(|| {
+                            format!("process 0 wrote a line that is not JSON: {line}")
+                        });
+                        continue;
+                    }
+                };
+                if value["type"] == "error" {
+                    failure = Some(
+                        value["message"]
+                            .as_str()
+                            .unwrap_or("unknown error")
+                            .to_string(),
+                    );
+                    continue;
+                }
+                if failure.is_none() && callback_error.is_none() {
+                    if let Err(e) = on_line(value) {
+                        callback_error = Some(e);
+                    }
                 }
             }
-        }
-        let status = child.wait().context("cannot wait for mpirun")?;
+        };
+        let status = loop {
+            if let Some(status) = child.try_wait().context("cannot wait for mpirun")? {
+                break status;
+            }
+            take(&mut pending, false);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        take(&mut pending, true);
         HARNESS_GROUP.store(0, Ordering::Relaxed);
+        let _ = std::fs::remove_file(&file);
         if let Some(e) = callback_error {
             return Err(e);
         }
@@ -647,19 +689,6 @@ pub(crate) fn build_all(
     Ok(all)
 }
 
-/// The process and the text of a line `mpirun --tag-output` wrote:
-/// `[job,rank]<stdout>:text`.
-fn untag(line: &str) -> (Option<usize>, &str) {
-    let Some(rest) = line.strip_prefix('[') else {
-        return (None, line);
-    };
-    let Some((tag, text)) = rest.split_once("]<stdout>:") else {
-        return (None, line);
-    };
-    let rank = tag.split(',').nth(1).and_then(|r| r.parse().ok());
-    (rank, text)
-}
-
 /// Whether Open MPI is installed (the launcher, and the compiler wrapper
 /// the `mpi` crate builds against).
 fn check_mpi() -> Result<()> {
@@ -675,20 +704,4 @@ fn check_mpi() -> Result<()> {
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::untag;
-
-    #[test]
-    fn tagged_lines_name_their_process() {
-        assert_eq!(
-            untag("[1,0]<stdout>:{\"type\":1}"),
-            (Some(0), "{\"type\":1}")
-        );
-        assert_eq!(untag("[31337,12]<stdout>:hello"), (Some(12), "hello"));
-        assert_eq!(untag("plain"), (None, "plain"));
-        assert_eq!(untag("[1,x]<stdout>:y"), (None, "y"));
-    }
 }

@@ -24,15 +24,7 @@ use crate::engine::trace::Trace;
 /// (`cargo cmc check --processes N` sets `CMC_CLUSTER`), if it is one.
 fn cluster_rank() -> Option<usize> {
     std::env::var_os("CMC_CLUSTER")?;
-    [
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse().ok())
-    .or(Some(0))
+    crate::sys::process::job_rank().or(Some(0))
 }
 
 fn emit(value: serde_json::Value) {
@@ -127,6 +119,10 @@ pub fn harness_main() -> i32 {
     // Ctrl-C and SIGTERM stop the search with what it found so far; and
     // this process does not outlive `cargo cmc`.
     crate::engine::isolate::catch_stop_signals();
+    if cluster_rank().is_some_and(|r| r != 0) {
+        // Only process 0 writes the protocol's file.
+        std::env::remove_var("CMC_PROTOCOL_FILE");
+    }
     let _ = protocol_fd();
     crate::sys::process::die_with_parent();
     if cluster_rank().is_some() {

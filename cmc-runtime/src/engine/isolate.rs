@@ -46,10 +46,29 @@ const MAGIC: u64 = 0x636d_635f_6c6f_6721;
 /// The descriptor `cargo cmc` reads the protocol from (`CMC_PROTOCOL_FD`),
 /// so that whatever the user's code prints on standard output cannot be
 /// mistaken for it; standard output when it is not set.
+///
+/// A search across processes has no such descriptor (the launcher starts
+/// the processes): `cargo cmc` names a file instead (`CMC_PROTOCOL_FILE`),
+/// which the process that speaks for the search appends whole lines to.
 pub(crate) fn protocol_fd() -> Option<i32> {
     static FD: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
     *FD.get_or_init(|| {
         let _sys = crate::sys::scope::system_scope();
+        if let Some(path) = std::env::var_os("CMC_PROTOCOL_FILE") {
+            use std::os::fd::IntoRawFd;
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .ok()?;
+            let fd = file.into_raw_fd();
+            // Above the descriptors an isolated check uses.
+            // SAFETY: duplicates a descriptor this process owns.
+            let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+            // SAFETY: closes the original, which nothing else holds.
+            unsafe { libc::close(fd) };
+            return (high > RESULT_FD).then_some(high);
+        }
         std::env::var("CMC_PROTOCOL_FD")
             .ok()
             .and_then(|v| v.parse().ok())

@@ -152,11 +152,12 @@ impl Partition {
 }
 
 /// What one process sends another in one round: its states, each against
-/// the one before it.
+/// the one before it (the first against the last of the round before:
+/// the receiver keeps that one too).
 #[derive(Default)]
 struct Outbox {
     bytes: Vec<u8>,
-    /// The last state written (one reference held until the round ends).
+    /// The last state written to this process (one reference held).
     prev: Option<StateId>,
 }
 
@@ -177,6 +178,9 @@ pub(crate) struct Part {
     pub(super) rank: usize,
     pub(super) size: usize,
     out: Vec<Outbox>,
+    /// The last state received from each process (one reference held):
+    /// the next one it sends is written against it.
+    last_in: Vec<Option<StateId>>,
     pub(super) pending: Vec<Pending>,
     /// States and bytes sent to other processes.
     pub(crate) sent_states: u64,
@@ -201,6 +205,7 @@ impl Part {
             rank,
             size,
             out: (0..size).map(|_| Outbox::default()).collect(),
+            last_in: vec![None; size],
             pending: Vec::new(),
             sent_states: 0,
             sent_bytes: 0,
@@ -402,13 +407,11 @@ impl<P: Process> Search<'_, '_, P> {
     /// the frontier, as a successor of its own would be.
     fn exchange(&mut self) {
         let part = self.cluster.as_mut().expect("a search across processes");
-        let mut out = Vec::with_capacity(part.size);
-        for o in &mut part.out {
-            out.push(std::mem::take(&mut o.bytes));
-            if let Some(p) = o.prev.take() {
-                self.engine.release(p);
-            }
-        }
+        let out: Vec<Vec<u8>> = part
+            .out
+            .iter_mut()
+            .map(|o| std::mem::take(&mut o.bytes))
+            .collect();
         let incoming = part.net.exchange(&out);
         for (from, bytes) in incoming.iter().enumerate() {
             self.import_from(from, bytes);
@@ -418,7 +421,8 @@ impl<P: Process> Search<'_, '_, P> {
     /// Takes in the states process `from` sent (see [`Search::send_away`]).
     fn import_from(&mut self, from: usize, bytes: &[u8]) {
         let mut at = 0;
-        let mut prev: Option<StateId> = None;
+        let part = self.cluster.as_mut().expect("a search across processes");
+        let mut prev = part.last_in[from].take();
         while at < bytes.len() {
             let fp = Fingerprint(u128::from_le_bytes(
                 bytes[at..at + 16].try_into().expect("16 bytes"),
@@ -446,8 +450,21 @@ impl<P: Process> Search<'_, '_, P> {
                 break;
             }
         }
-        if let Some(p) = prev {
-            self.engine.release(p);
+        let part = self.cluster.as_mut().expect("a search across processes");
+        part.last_in[from] = prev;
+    }
+
+    /// Drops the states kept to write and read the next ones against.
+    pub(super) fn release_links(&mut self) {
+        let part = self.cluster.as_mut().expect("a search across processes");
+        let kept: Vec<StateId> = part
+            .out
+            .iter_mut()
+            .filter_map(|o| o.prev.take())
+            .chain(part.last_in.iter_mut().filter_map(Option::take))
+            .collect();
+        for state in kept {
+            self.engine.release(state);
         }
     }
 

@@ -644,18 +644,20 @@ impl<P: Process> Search<'_, '_, P> {
         succ: StateId,
         fp: Fingerprint,
     ) {
-        let e = &mut *self.engine;
         self.stats.unique += 1;
         if let Some(depths) = &mut self.depths {
             depths.insert(fp, depth as u32);
         }
         self.stats.max_depth = self.stats.max_depth.max(depth);
+        // Across processes, the states all have found (as of the last
+        // exchange).
         isolate::publish(
-            self.stats.unique,
+            self.cluster_unique(),
             self.stats.transitions,
             self.stats.max_depth,
             self.stats.generated,
         );
+        let e = &mut *self.engine;
         e.set_node(node);
         let verdict = e.check_state();
         if let Some(record) = Self::invariants_again(e, &verdict) {

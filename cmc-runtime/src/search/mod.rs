@@ -73,6 +73,26 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
         }
         ChildEnd::Ended(ended) => ended,
     };
+    if model.cluster {
+        // Its path may continue in another process, and the others wait
+        // for it at their next exchange: the run ends, as cmc's failure.
+        let how = match ended.how {
+            isolate::How::Signal(s) => format!("killed by {}", isolate::signal_name(s)),
+            isolate::How::Exit(code) => format!("exited with status {code}"),
+            isolate::How::Hung(t) => {
+                format!("stopped after {:.1} s in one transition", t.as_secs_f64())
+            }
+            isolate::How::Deadline => "stopped at the time limit".to_string(),
+            isolate::How::Interrupted(s, _) => format!("stopped by {}", isolate::signal_name(s)),
+            isolate::How::Abandoned => "abandoned".to_string(),
+        };
+        return Err(CheckError::Cluster(format!(
+            "the search of process {} ended without a result ({how}); the whole run ends. A \
+             crash of the checked code is reported with its trace by a search in one process \
+             (without --processes)",
+            crate::sys::process::job_rank().unwrap_or(0)
+        )));
+    }
     ended_result(model, watch, ended, start)
 }
 

@@ -494,6 +494,7 @@ impl<P: Process> Search<'_, '_, P> {
         }
         if self.cluster.is_some() {
             self.run_cluster_levels();
+            self.release_links();
             self.maybe_report_progress();
             self.sample_memory();
             isolate::phase(isolate::IN_CHECKER, 0, 0, 0, 0);

@@ -297,3 +297,16 @@ pub(crate) fn without_aslr() -> Result<(), String> {
         "cannot run the program again without address-space randomization: {error}"
     ))
 }
+
+/// This process's rank in the job of its launcher (`mpirun`, Slurm's
+/// `srun`), if a launcher started it as one of several.
+pub(crate) fn job_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}

@@ -1,0 +1,370 @@
+//! End-to-end tests of a search across processes (`cargo cmc check
+//! --processes N`, carried by Open MPI's `mpirun` on this machine): the
+//! same counts as one process, a seeded bug found with a shortest trace
+//! that replays in a fresh process, and a process killed mid-run ending
+//! the run cleanly. They need Open MPI (`bash scripts/install-mpi.sh`,
+//! which `bash scripts/test.sh --full` runs) and a harness build with it,
+//! so they run in the full part.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn example(name: &str) -> PathBuf {
+    workspace().join("examples").join(name)
+}
+
+/// The target directory of these tests' harnesses (beside the other
+/// end-to-end tests', `<target>/cmc-e2e`).
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.ancestors().nth(3).unwrap().join("cmc-e2e")
+}
+
+/// `cargo cmc` in `dir`, its harnesses built at optimization level 1 (see
+/// `cli.rs`), or at the level `CMC_TEST_OPT_LEVEL` names.
+fn cargo_cmc(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("cargo-cmc").unwrap();
+    cmd.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level())
+        .arg("cmc");
+    cmd
+}
+
+thread_local! {
+    static OPT: std::cell::Cell<&'static str> = const { std::cell::Cell::new("1") };
+}
+
+fn opt_level() -> &'static str {
+    OPT.with(|o| o.get())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let out = cargo_cmc(dir).args(args).output().unwrap();
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "cargo cmc panicked:\n{}",
+        text(&out.stderr)
+    );
+    out
+}
+
+/// The JSON result objects of a check, by model.
+fn results(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["check", "--message-format", "json"];
+    all.extend_from_slice(args);
+    let out = run(dir, &all);
+    let found: Vec<Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "result")
+        .collect();
+    assert!(
+        !found.is_empty(),
+        "no result from {args:?}:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    found
+}
+
+/// (model, verdict, unique states, transitions) of each result.
+fn counts(results: &[Value]) -> Vec<(String, String, u64, u64)> {
+    results
+        .iter()
+        .map(|r| {
+            (
+                r["model"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+                r["unique_states"].as_u64().unwrap(),
+                r["transitions"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Checks `models` of the example in `dir` breadth-first in one process,
+/// then across 1, 2 and 4, and asserts the same verdicts and counts.
+fn same_counts(dir: &Path, models: &[&str], extra: &[&str]) {
+    let mut args: Vec<&str> = Vec::new();
+    for m in models {
+        args.extend(["--model", m]);
+    }
+    args.extend_from_slice(extra);
+    let mut one: Vec<&str> = vec!["--strategy", "bfs", "--jobs", "1"];
+    one.extend_from_slice(&args);
+    let reference = counts(&results(dir, &one));
+    assert_eq!(reference.len(), models.len(), "{reference:?}");
+    for p in ["1", "2", "4"] {
+        let mut across: Vec<&str> = vec!["--processes", p];
+        across.extend_from_slice(&args);
+        let got = results(dir, &across);
+        assert_eq!(counts(&got), reference, "{p} processes");
+        for r in &got {
+            assert_eq!(r["processes"].as_u64(), Some(p.parse().unwrap()), "{r}");
+            if p != "1" {
+                assert!(r["sent_states"].as_u64().unwrap() > 0, "{r}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "Open MPI and harness builds with it (bash scripts/test.sh --full)"]
+fn two_phase_commit_and_membership_count_the_same_across_processes() {
+    same_counts(
+        &example("two-phase-commit"),
+        &["two_phase_commit_5", "two_phase_commit_6"],
+        &[],
+    );
+    // Ordinary std collections and a Debug identity; and one state per
+    // orbit under symmetry reduction.
+    same_counts(
+        &example("membership"),
+        &["membership_2", "membership_2_symmetric"],
+        &[],
+    );
+}
+
+#[test]
+#[ignore = "Open MPI and a build of the raft example with it (bash scripts/test.sh --full)"]
+fn raft_election_counts_the_same_across_processes() {
+    // The level sets of a breadth-first search are the same however it
+    // runs, so a depth bound keeps the counts comparable. Built as users
+    // build it (optimization level 3): at level 1 the typed identity of
+    // raft's `Node` gives other counts (43,788 states to depth 13 in one
+    // process, 44,665 at level 3), an open finding of its own.
+    OPT.with(|o| o.set("3"));
+    same_counts(
+        &example("raft"),
+        &["raft_3_election"],
+        &["--max-depth", "13"],
+    );
+}
+
+/// The replay commands a check printed.
+fn replay_commands(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("replay it with: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs a printed command in a shell, with this build's `cargo cmc` first
+/// on the path.
+fn paste(dir: &Path, command: &str) -> Output {
+    let bin = assert_cmd::cargo::cargo_bin("cargo-cmc");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("sh")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("PATH", &path)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level())
+        .output()
+        .unwrap()
+}
+
+/// Checks `model` of the example in `dir` with `feature` across
+/// `processes` and expects a violation of `property` with a trace of
+/// `steps` steps (the shortest: breadth-first search's in one process),
+/// whose printed replay command reproduces it in a fresh process.
+fn found_and_replayed(
+    dir: &Path,
+    feature: &str,
+    model: &str,
+    processes: &str,
+    property: &str,
+    steps: usize,
+) {
+    let out = run(
+        dir,
+        &[
+            "check",
+            "--processes",
+            processes,
+            "--features",
+            feature,
+            "--model",
+            model,
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!("invariant violated: {property}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("({steps} steps):")),
+        "a trace of {steps} steps:\n{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("processes={processes} ")),
+        "{stdout}"
+    );
+    let commands = replay_commands(&stdout);
+    assert_eq!(commands.len(), 1, "{stdout}");
+    let replay = paste(dir, &commands[0]);
+    let said = text(&replay.stdout);
+    assert_eq!(
+        replay.status.code(),
+        Some(1),
+        "{said}{}",
+        text(&replay.stderr)
+    );
+    assert!(said.contains("the violation reproduces"), "{said}");
+}
+
+#[test]
+#[ignore = "Open MPI and harness builds with seeded bugs (bash scripts/test.sh --full)"]
+fn seeded_bugs_are_found_across_processes_with_shortest_traces_that_replay() {
+    // The AODV flagship's invalid route reply: 6 steps, as in one process.
+    found_and_replayed(
+        &example("aodv"),
+        "bug-invalid-route-reply",
+        "aodv_3_nodes",
+        "3",
+        "message_sanity",
+        6,
+    );
+    found_and_replayed(
+        &example("two-phase-commit"),
+        "bug-commit-without-all-prepared",
+        "two_phase_commit_5",
+        "4",
+        "consistency",
+        5,
+    );
+}
+
+/// The processes whose command line names `needle`: (pid, parent pid).
+fn processes_named(needle: &str) -> Vec<(u32, u32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !cmdline.contains(needle) || cmdline.contains("cargo-cmc") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        found.push((pid, ppid));
+    }
+    found
+}
+
+/// The MPI rank in the environment of process `pid`.
+fn rank_of(pid: u32) -> Option<usize> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    String::from_utf8_lossy(&env)
+        .split('\0')
+        .find_map(|kv| kv.strip_prefix("OMPI_COMM_WORLD_RANK=")?.parse().ok())
+}
+
+#[test]
+#[ignore = "Open MPI and a harness build with it (bash scripts/test.sh --full)"]
+fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
+    let dir = example("two-phase-commit");
+    // Built first, so that the kill lands in the search.
+    let warm = run(
+        &dir,
+        &["check", "--processes", "2", "--model", "two_phase_commit_3"],
+    );
+    assert_eq!(warm.status.code(), Some(0), "{}", text(&warm.stderr));
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cargo-cmc"))
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level())
+        .args([
+            "cmc",
+            "check",
+            "--processes",
+            "3",
+            "--model",
+            "two_phase_commit_8",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The harness of each process (named by the model it checks) and its
+    // search, a child of the harness: kill one search.
+    let model = "two_phase_commit::two_phase_commit_8";
+    let start = Instant::now();
+    let searches = loop {
+        let all = processes_named(model);
+        let searches: Vec<u32> = all
+            .iter()
+            .filter(|(_, ppid)| all.iter().any(|(p, _)| p == ppid))
+            .map(|&(pid, _)| pid)
+            .collect();
+        if searches.len() >= 3 || start.elapsed() > Duration::from_secs(120) {
+            break searches;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        searches.len() >= 3,
+        "the searches did not start: {searches:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let victim = searches[1];
+    let rank = rank_of(victim).expect("a process of the MPI job");
+    // SAFETY: kill(2) on a process of this test's making.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "cmc's own failure, not a verdict:\n{}{stderr}",
+        text(&out.stdout)
+    );
+    assert!(
+        stderr.contains(&format!(
+            "the search of process {rank} ended without a result (killed by SIGKILL"
+        )),
+        "the culprit is named:\n{stderr}"
+    );
+    // Nothing is left running.
+    let start = Instant::now();
+    while !processes_named(model).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "processes left: {:?}",
+            processes_named(model)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
