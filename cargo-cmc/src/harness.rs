@@ -501,7 +501,7 @@ impl Harness {
 
     /// [`Harness::run_with`] for a search across `n` processes: `mpirun`
     /// starts them (`CMC_MPIRUN` names another launcher that takes
-    /// mpirun's options). Process 0 appends the protocol's lines to a file
+    /// mpirun's options; `CMC_MPIRUN_ARGS` adds options). Process 0 appends the protocol's lines to a file
     /// this process follows (a launcher forwards output in pieces, which
     /// may cut a long line); what the processes print goes to standard
     /// error.
@@ -550,6 +550,11 @@ impl Harness {
         for (k, v) in &exported {
             cmd.env(k, v);
             cmd.arg("-x").arg(k);
+        }
+        // The launcher's own options: hosts (`--hostfile hosts`), network
+        // (`--mca btl_tcp_if_include eth0`), ...
+        if let Some(extra) = std::env::var_os("CMC_MPIRUN_ARGS") {
+            cmd.args(extra.to_string_lossy().split_whitespace());
         }
         cmd.arg(&self.binary)
             .args(args)

@@ -269,7 +269,8 @@ fn processes_named(needle: &str) -> Vec<(u32, u32)> {
             continue;
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if !cmdline.contains(needle) || cmdline.contains("cargo-cmc") {
+        // The harnesses (mpirun's command line names them too).
+        if !cmdline.contains(needle) || !cmdline.starts_with('/') || cmdline.contains("cargo-cmc") {
             continue;
         }
         let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
