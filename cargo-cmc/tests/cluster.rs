@@ -369,3 +369,28 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+#[ignore = "Open MPI and a harness build with it (bash scripts/test.sh --full)"]
+fn a_search_too_big_for_one_process_budget_completes_across_four() {
+    // `--max-memory` bounds each process. Two-phase commit with 8 RMs
+    // (1,745,408 states) needs about 94 MiB in one process and about
+    // 74 MiB in each of four (2026-11-30): with 85 MiB each, one process
+    // stops, bounded by its budget, and four complete with the count of
+    // one.
+    OPT.with(|o| o.set("3"));
+    let dir = example("two-phase-commit");
+    let budget = ["--max-memory", "85M", "--model", "two_phase_commit_8"];
+    let one = results(&dir, &[&["--processes", "1"][..], &budget].concat());
+    assert_eq!(one[0]["verdict"], "bounded", "{}", one[0]);
+    assert!(
+        one[0]["stopped"]
+            .as_str()
+            .is_some_and(|s| s.contains("memory budget")),
+        "{}",
+        one[0]
+    );
+    let four = results(&dir, &[&["--processes", "4"][..], &budget].concat());
+    assert_eq!(four[0]["verdict"], "pass", "{}", four[0]);
+    assert_eq!(four[0]["unique_states"], 1_745_408, "{}", four[0]);
+}

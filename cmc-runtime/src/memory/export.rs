@@ -154,7 +154,7 @@ impl Memory {
                     self.tables.retain(t);
                     t
                 }
-                _ => self.build_table(a, old, used, &changes),
+                _ => self.shared_table(a, old, used, &changes),
             };
             tables.push(t);
         }
@@ -176,5 +176,70 @@ impl Memory {
             isolated,
             tag: None,
         }))
+    }
+
+    /// The table of arena `a` holding `old`'s pages with `changes` (each
+    /// change's page holding one reference for it): a live table an import
+    /// built before with the same pages, when there is one, else a new
+    /// one. States read from a stream of unrelated states (a search across
+    /// processes receives its states so) would otherwise each hold tables
+    /// of their own for arenas many states share, where a capture shares
+    /// its parent's.
+    fn shared_table(
+        &mut self,
+        a: usize,
+        old: Option<u32>,
+        used: usize,
+        changes: &[(usize, PageId)],
+    ) -> u32 {
+        let np = pages_of(used);
+        let mut ids: Vec<PageId> = (0..np)
+            .map(|i| old.map_or(NO_PAGE, |t| self.page_of(self.tables.get(t), i)))
+            .collect();
+        for &(i, id) in changes {
+            ids[i] = id;
+        }
+        let key = {
+            let mut h = hash::FoldStream::default();
+            h.word(a as u64);
+            h.word(used as u64);
+            for &id in &ids {
+                h.word(u64::from(id));
+            }
+            h.finish128() as u64
+        };
+        // A table's sum names its arena (the terms do), so the same pages
+        // in another arena do not match.
+        let sum = ids
+            .iter()
+            .enumerate()
+            .filter(|&(_, &id)| id != NO_PAGE)
+            .fold(0u128, |s, (i, &id)| {
+                s.wrapping_add(hash::term(a, i, self.pages.hash(id)))
+            });
+        let same = |this: &Memory, t: u32| {
+            this.tables.is_live(t) && {
+                let table = this.tables.get(t);
+                table.used == used
+                    && table.sum == sum
+                    && (0..np).all(|i| this.page_of(table, i) == ids[i])
+            }
+        };
+        if let Some(&t) = self.imported_tables.get(&key) {
+            if same(self, t) {
+                self.tables.retain(t);
+                for &(_, id) in changes {
+                    self.pages.release(id);
+                }
+                return t;
+            }
+        }
+        let t = self.build_table(a, old, used, changes);
+        self.imported_tables.insert(key, t);
+        if self.imported_tables.len() > 2 * self.tables.live() + 1024 {
+            let tables = &self.tables;
+            self.imported_tables.retain(|_, t| tables.is_live(*t));
+        }
+        t
     }
 }

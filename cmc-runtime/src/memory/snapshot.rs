@@ -262,6 +262,9 @@ pub struct Memory {
     pub(super) pending_at: Option<(u64, StateId, Vec<ArenaId>)>,
     /// A spare list for `pending_at`.
     pub(super) pending_among: Vec<ArenaId>,
+    /// Tables built by imports, by a hash of their arena and pages (see
+    /// `Memory::shared_table`); an entry may name a table freed since.
+    pub(super) imported_tables: std::collections::HashMap<u64, u32>,
     /// Set once a thread of user code that outlived its handler may use
     /// the arenas: no state is restored into them again ([`Memory::freeze`]).
     pub(super) frozen: bool,
@@ -298,6 +301,7 @@ impl Memory {
             reloc: Relocation::modules(),
             id_reloc: Relocation::identity(),
             scratch_pages: Vec::new(),
+            imported_tables: std::collections::HashMap::new(),
             chunk_list_entries: 0,
             scratch_changes: Vec::new(),
             pending: Vec::new(),

@@ -93,6 +93,13 @@ impl<T> Slab<T> {
         self.items[id as usize].1
     }
 
+    /// Whether `id` names a live item.
+    pub(crate) fn is_live(&self, id: u32) -> bool {
+        self.items
+            .get(id as usize)
+            .is_some_and(|slot| slot.0.is_some())
+    }
+
     pub(crate) fn live(&self) -> usize {
         self.items.len() - self.free.len()
     }

@@ -71,8 +71,12 @@ pub(crate) trait Collective {
 pub(super) const ROUND: usize = 1024;
 
 /// Slots of the table of fingerprints a process already sent (16 bytes
-/// each: 16 MiB).
-const SENT_SLOTS: usize = 1 << 20;
+/// each): at first, and at most. It grows with the states the process
+/// owns, a slot for every four, from 1 MiB to 64 MiB: a process sends
+/// about as many states as it owns, and most of those it would send again
+/// are the recent ones.
+const SENT_SLOTS_MIN: usize = 1 << 16;
+const SENT_SLOTS_MAX: usize = 1 << 22;
 
 /// The process that owns the state with fingerprint `fp`, of `size`:
 /// from bits that neither the visited set's slot nor its tag uses alone.
@@ -98,7 +102,7 @@ impl Partition {
         assert!(rank < size, "process {rank} of {size}");
         Partition {
             own: Visited::new(width),
-            sent: vec![0u128; SENT_SLOTS].into_boxed_slice(),
+            sent: vec![0u128; SENT_SLOTS_MIN].into_boxed_slice(),
             rank,
             size,
         }
@@ -109,7 +113,8 @@ impl Partition {
     }
 
     fn slot(&self, fp: Fingerprint) -> usize {
-        (crate::sys::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64) as usize) & (SENT_SLOTS - 1)
+        (crate::sys::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64) as usize)
+            & (self.sent.len() - 1)
     }
 
     pub(super) fn contains(&self, fp: Fingerprint) -> bool {
@@ -124,7 +129,12 @@ impl Partition {
     /// search; not owned: not sent yet, and now to be sent).
     pub(super) fn insert(&mut self, fp: Fingerprint) -> bool {
         if self.owns(fp) {
-            return self.own.insert(fp);
+            let new = self.own.insert(fp);
+            if new && self.own.len() > 4 * self.sent.len() && self.sent.len() < SENT_SLOTS_MAX {
+                // A cache: what it held is forgotten (sent again at worst).
+                self.sent = vec![0u128; self.sent.len() * 2].into_boxed_slice();
+            }
+            return new;
         }
         let slot = self.slot(fp);
         if self.sent[slot] == fp.0 {

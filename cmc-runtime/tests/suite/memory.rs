@@ -895,6 +895,56 @@ fn a_transition_that_changes_a_few_bytes_stores_them_as_deltas() {
 }
 
 #[test]
+fn imported_states_with_the_same_arena_contents_share_its_table() {
+    // A stream of states that come and go (a, b, a, b, ...), each written
+    // against the one before: read back, the states with the same
+    // contents share one table, as captured ones share their parent's;
+    // and each keeps its bytes and fingerprint.
+    let (mut mem, a) = memory(Tracking::Mprotect, 64 << 20);
+    let mut rng = SmallRng::seed_from_u64(5);
+    let mut blocks = Blocks::default();
+    let mut states = Vec::new();
+    for _ in 0..2 {
+        for _ in 0..20 {
+            random_op(&mem, a, &mut blocks, &mut rng);
+        }
+        let s = mem.capture();
+        states.push((s, live_bytes(&mem, a), mem.fingerprint(s)));
+    }
+    let mut stream = Vec::new();
+    let mut prev = None;
+    for k in 0..6 {
+        let s = states[k % 2].0;
+        mem.export(s, prev, &mut stream);
+        prev = Some(s);
+    }
+    let mut at = 0;
+    let mut prev = None;
+    let mut back = Vec::new();
+    for k in 0..6 {
+        let s = mem.import(prev, &stream, &mut at);
+        let (_, bytes, fp) = &states[k % 2];
+        assert_eq!(mem.fingerprint(s), *fp, "state {k}: fingerprint");
+        assert_eq!(&mem.read_state(s, a), bytes, "state {k}: bytes");
+        back.push(s);
+        prev = Some(s);
+    }
+    assert_eq!(at, stream.len());
+    for k in 2..6 {
+        assert_eq!(
+            mem.table_of(back[k], a),
+            mem.table_of(back[k - 2], a),
+            "state {k} shares the table of state {}",
+            k - 2
+        );
+    }
+    assert_ne!(mem.table_of(back[0], a), mem.table_of(back[1], a));
+    for s in back {
+        mem.release(s);
+    }
+}
+
+#[test]
 fn states_exported_in_a_stream_come_back_with_their_bytes_and_fingerprints() {
     // Random states of one arena, written one after the other (each
     // against the one before) and released; read back in order, each has
