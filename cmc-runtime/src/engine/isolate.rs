@@ -55,19 +55,8 @@ pub(crate) fn protocol_fd() -> Option<i32> {
     *FD.get_or_init(|| {
         let _sys = crate::sys::scope::system_scope();
         if let Some(path) = std::env::var_os("CMC_PROTOCOL_FILE") {
-            use std::os::fd::IntoRawFd;
-            let file = std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(path)
-                .ok()?;
-            let fd = file.into_raw_fd();
             // Above the descriptors an isolated check uses.
-            // SAFETY: duplicates a descriptor this process owns.
-            let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
-            // SAFETY: closes the original, which nothing else holds.
-            unsafe { libc::close(fd) };
-            return (high > RESULT_FD).then_some(high);
+            return process::open_append_above(std::path::Path::new(&path), RESULT_FD + 1);
         }
         std::env::var("CMC_PROTOCOL_FD")
             .ok()

@@ -8,7 +8,7 @@
 //! goes into its own visited set as in a one-process search, and one it
 //! does not own goes, with its pages, to its owner, which deduplicates it,
 //! checks it and expands it in the next level. A small table of the
-//! fingerprints each process already sent ([`Partition`]'s cache) keeps
+//! fingerprints each process already sent (`partition::Partition`'s cache) keeps
 //! it from sending the same state twice.
 //!
 //! Levels stay whole, so the counts are exactly those of one process and
@@ -18,7 +18,7 @@
 //! whether any still holds a state of the level and whether any must
 //! stop. Nothing of the transport, the barriers or the termination is
 //! cmc's: those are collective operations of the engine that carries the
-//! search ([`Collective`]; MPI, in `cluster_mpi`).
+//! search (`partition::Collective`; MPI, in `cluster_mpi`).
 //!
 //! A state travels as the pages in which it differs from the state sent
 //! before it to the same process in the same round (`Memory::export`),
@@ -32,199 +32,19 @@
 //! violation needs it, by asking the processes along the links, in rounds
 //! of exchanges, after the search ([`Search::resolve_traces`]).
 
-use std::rc::Rc;
-
 use crate::engine::isolate;
 use crate::engine::trace::{Reached, Violation, ViolationRecord};
 use crate::engine::{Event, RawStep, ENV, LINK};
-use crate::identity::visited::Visited;
 use crate::memory::{Fingerprint, StateId};
 use crate::model::Process;
 use crate::sys::scope::system_scope;
-use crate::FingerprintWidth;
 
 use super::frontier::Item;
+use super::partition::{owner, Pending};
 use super::searcher::{Search, Seen};
-
-/// What a search across processes needs of the engine that carries it:
-/// collective operations, in which every process takes part in the same
-/// order.
-#[cfg_attr(
-    not(feature = "cluster"),
-    allow(dead_code, reason = "its engine is a feature")
-)]
-pub(crate) trait Collective {
-    /// This process's index, from 0.
-    fn rank(&self) -> usize;
-    /// The number of processes.
-    fn size(&self) -> usize;
-    /// Sends `out[r]` to process `r` (`out[rank]` is empty) and returns
-    /// what each process sent to this one.
-    fn exchange(&self, out: &[Vec<u8>]) -> Vec<Vec<u8>>;
-    /// The element-wise sums of `values` over all processes.
-    fn sum(&self, values: &[u64]) -> Vec<u64>;
-    /// Every process's `bytes`, by rank, at every process.
-    fn all_gather(&self, bytes: &[u8]) -> Vec<Vec<u8>>;
-}
 
 /// States a process expands between two exchanges.
 pub(super) const ROUND: usize = 1024;
-
-/// Slots of the table of fingerprints a process already sent (16 bytes
-/// each): at first, and at most. It grows with the states the process
-/// owns, a slot for every four, from 1 MiB to 64 MiB: a process sends
-/// about as many states as it owns, and most of those it would send again
-/// are the recent ones.
-const SENT_SLOTS_MIN: usize = 1 << 16;
-const SENT_SLOTS_MAX: usize = 1 << 22;
-
-/// The process that owns the state with fingerprint `fp`, of `size`:
-/// from bits that neither the visited set's slot nor its tag uses alone.
-pub(crate) fn owner(fp: Fingerprint, size: usize) -> usize {
-    let x = (fp.0 as u64) ^ ((fp.0 >> 64) as u64);
-    let mixed = crate::sys::hash::fmix64(x ^ 0x9e37_79b9_7f4a_7c15);
-    ((u128::from(mixed) * size as u128) >> 64) as usize
-}
-
-/// A process's part of the visited set of a search across processes: the
-/// fingerprints it owns, and a direct-mapped table of those it sent to
-/// their owners (a cache: a fingerprint it forgets is sent again, and its
-/// owner drops it).
-pub(crate) struct Partition {
-    own: Visited,
-    sent: Box<[u128]>,
-    rank: usize,
-    size: usize,
-}
-
-impl Partition {
-    pub(super) fn new(width: FingerprintWidth, rank: usize, size: usize) -> Self {
-        assert!(rank < size, "process {rank} of {size}");
-        Partition {
-            own: Visited::new(width),
-            sent: vec![0u128; SENT_SLOTS_MIN].into_boxed_slice(),
-            rank,
-            size,
-        }
-    }
-
-    pub(super) fn owns(&self, fp: Fingerprint) -> bool {
-        owner(fp, self.size) == self.rank
-    }
-
-    fn slot(&self, fp: Fingerprint) -> usize {
-        (crate::sys::hash::fmix64(fp.0 as u64 ^ (fp.0 >> 64) as u64) as usize)
-            & (self.sent.len() - 1)
-    }
-
-    pub(super) fn contains(&self, fp: Fingerprint) -> bool {
-        if self.owns(fp) {
-            self.own.contains(fp)
-        } else {
-            self.sent[self.slot(fp)] == fp.0
-        }
-    }
-
-    /// Adds `fp`: true when it is new to this process (owned: new to the
-    /// search; not owned: not sent yet, and now to be sent).
-    pub(super) fn insert(&mut self, fp: Fingerprint) -> bool {
-        if self.owns(fp) {
-            let new = self.own.insert(fp);
-            if new && self.own.len() > 4 * self.sent.len() && self.sent.len() < SENT_SLOTS_MAX {
-                // A cache: what it held is forgotten (sent again at worst).
-                self.sent = vec![0u128; self.sent.len() * 2].into_boxed_slice();
-            }
-            return new;
-        }
-        let slot = self.slot(fp);
-        if self.sent[slot] == fp.0 {
-            return false;
-        }
-        self.sent[slot] = fp.0;
-        true
-    }
-
-    pub(super) fn prefetch(&self, fp: Fingerprint) {
-        if self.owns(fp) {
-            self.own.prefetch(fp);
-        }
-    }
-
-    pub(super) fn memory_bytes(&self) -> usize {
-        self.own.memory_bytes() + self.sent.len() * 16
-    }
-
-    /// The fingerprints this process owns.
-    #[cfg(test)]
-    fn owned(&self) -> usize {
-        self.own.len()
-    }
-}
-
-/// What one process sends another in one round: its states, each against
-/// the one before it (the first against the last of the round before:
-/// the receiver keeps that one too).
-#[derive(Default)]
-struct Outbox {
-    bytes: Vec<u8>,
-    /// The last state written to this process (one reference held).
-    prev: Option<StateId>,
-}
-
-/// A violation or a witness found in this process, whose path starts in
-/// another's: `link` names the process and the node of its tree the path
-/// continues from, backwards (`None`: the path is whole).
-pub(super) struct Pending {
-    link: Option<(u32, u32)>,
-    steps: Vec<RawStep>,
-    record: ViolationRecord,
-    /// A witness of a `sometimes` property, not a violation.
-    witness: bool,
-}
-
-/// A search's side of a search across processes.
-pub(crate) struct Part {
-    pub(super) net: Rc<dyn Collective>,
-    pub(super) rank: usize,
-    pub(super) size: usize,
-    out: Vec<Outbox>,
-    /// The last state received from each process (one reference held):
-    /// the next one it sends is written against it.
-    last_in: Vec<Option<StateId>>,
-    pub(super) pending: Vec<Pending>,
-    /// States and bytes sent to other processes.
-    pub(crate) sent_states: u64,
-    pub(crate) sent_bytes: u64,
-    /// States received, and of those, new.
-    pub(crate) received: u64,
-    /// The states the other processes had found at the last exchange.
-    pub(super) others_unique: u64,
-    /// Imported states whose fingerprint was computed again here.
-    checked_imports: u64,
-}
-
-impl Part {
-    #[cfg_attr(
-        not(feature = "cluster"),
-        allow(dead_code, reason = "its engine is a feature")
-    )]
-    pub(crate) fn new(net: Rc<dyn Collective>) -> Self {
-        let (rank, size) = (net.rank(), net.size());
-        Part {
-            net,
-            rank,
-            size,
-            out: (0..size).map(|_| Outbox::default()).collect(),
-            last_in: vec![None; size],
-            pending: Vec::new(),
-            sent_states: 0,
-            sent_bytes: 0,
-            received: 0,
-            others_unique: 0,
-            checked_imports: 0,
-        }
-    }
-}
 
 fn put(out: &mut Vec<u8>, mut n: u64) {
     loop {
@@ -630,7 +450,9 @@ impl<P: Process> Search<'_, '_, P> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::partition::Partition;
     use super::*;
+    use crate::memory::FingerprintWidth;
 
     #[test]
     fn owners_spread_evenly_and_depend_on_every_bit() {

@@ -21,7 +21,7 @@ use crate::engine::trace::CheckResult;
 use crate::engine::CheckError;
 use crate::model::{Model, Process, PropertyKind, Strategy};
 
-use super::cluster::{Collective, Part};
+use super::partition::{Collective, Part};
 
 /// The processes of an MPI job, as the search's [`Collective`].
 struct Mpi {

@@ -13,6 +13,7 @@ mod expand;
 mod frontier;
 mod novelty;
 mod parallel;
+mod partition;
 pub(crate) mod progress;
 mod properties;
 mod searcher;

@@ -115,7 +115,7 @@ pub(super) struct Search<'e, 'm, P: Process> {
     /// violation of the declared symmetry), for its trace.
     pub(super) twin_path: Vec<crate::engine::trace::PathRun>,
     /// This process's side of a search across processes, if it is one.
-    pub(super) cluster: Option<super::cluster::Part>,
+    pub(super) cluster: Option<super::partition::Part>,
 }
 
 /// Fingerprints to the smallest depth their state was reached at.
@@ -131,7 +131,7 @@ pub(super) enum Seen<'c> {
     Local(Visited),
     Shared(&'c crate::identity::visited::SharedVisited, bool),
     /// This process's part of a search across processes.
-    Cluster(super::cluster::Partition),
+    Cluster(super::partition::Partition),
 }
 
 impl Seen<'_> {
@@ -713,7 +713,7 @@ pub(super) fn search<P: Process>(
     model: &Model<P>,
     par: Option<Par<'_>>,
     liveness_only: bool,
-    cluster: Option<super::cluster::Part>,
+    cluster: Option<super::partition::Part>,
 ) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     settings(model)?;
@@ -752,9 +752,11 @@ pub(super) fn search<P: Process>(
         reached: Vec::new(),
         visited: match (par, &cluster) {
             (Some(par), _) => Seen::Shared(&par.coord.visited, false),
-            (None, Some(c)) => {
-                Seen::Cluster(super::cluster::Partition::new(model.width, c.rank, c.size))
-            }
+            (None, Some(c)) => Seen::Cluster(super::partition::Partition::new(
+                model.width,
+                c.rank,
+                c.size,
+            )),
             (None, None) => Seen::Local(Visited::new(model.width)),
         },
         par,

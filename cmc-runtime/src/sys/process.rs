@@ -310,3 +310,20 @@ pub(crate) fn job_rank() -> Option<usize> {
     .iter()
     .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
+
+/// Opens `path` for appending (creating it), close-on-exec, as a
+/// descriptor numbered `min` or above; `None` when it cannot be opened.
+pub(crate) fn open_append_above(path: &std::path::Path, min: i32) -> Option<i32> {
+    use std::os::fd::IntoRawFd;
+    let fd = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .ok()?
+        .into_raw_fd();
+    // SAFETY: duplicates a descriptor this process owns.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) };
+    // SAFETY: closes the original, which nothing else holds.
+    unsafe { libc::close(fd) };
+    (high >= min).then_some(high)
+}
