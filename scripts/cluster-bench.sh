@@ -7,12 +7,12 @@
 # children's: mpirun, the harnesses, their search processes) and bytes
 # sent per state, and each one's CPU per state over --jobs 1's.
 #
-#   bash scripts/cluster-bench.sh [MODEL] [DIR]
+#   bash scripts/cluster-bench.sh [MODEL] [DIR]    (RUNS=k: runs each, default 2)
 #
 # Default: two_phase_commit_8 (1,745,408 states) in examples/two-phase-commit.
 # Every search is complete and must find the same count. Both harnesses
-# are built first (not timed); each configuration runs twice and the
-# faster run counts. Needs Open MPI (bash scripts/install-mpi.sh).
+# are built first (not timed); each configuration runs twice (RUNS) and
+# the faster run counts. Needs Open MPI (bash scripts/install-mpi.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 model=${1:-two_phase_commit_8}
@@ -31,7 +31,7 @@ base_cpu=
 expect=
 for config in "--jobs 1" "--jobs 2" "--processes 1" "--processes 2" "--processes 4"; do
   best_cpu=1e18 best_wall=0 unique=0 sent=0
-  for _ in 1 2; do
+  for _ in $(seq "${RUNS:-2}"); do
     (cd "$dir" && /usr/bin/time -f '%e %U %S' -o "$tmp/time" \
       "$cmc" cmc check --strategy bfs --model "$model" $config --message-format json \
       >"$tmp/out" 2>"$tmp/err") || { cat "$tmp/err" >&2; exit 1; }
