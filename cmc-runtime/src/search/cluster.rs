@@ -132,11 +132,6 @@ fn split_link(mut steps: Vec<RawStep>) -> (Option<(u32, u32)>, Vec<RawStep>) {
     }
 }
 
-/// Imported states whose fingerprint is computed again on arrival: the
-/// first ones, then one in this many.
-const CHECK_FIRST: u64 = 64;
-const CHECK_EVERY: u64 = 1024;
-
 impl<P: Process> Search<'_, '_, P> {
     /// The states the search found, across processes as far as this one
     /// knows (at the last exchange).
@@ -299,9 +294,9 @@ impl<P: Process> Search<'_, '_, P> {
     }
 
     /// A state another process sent, new to the search: checked against
-    /// the fingerprint the sender computed (the first ones and a sample:
-    /// the processes must agree on states), then recorded with its link
-    /// and handled as a new successor (see `Search::accept`).
+    /// the fingerprint the sender computed (the processes must agree on
+    /// states), then recorded with its link and handled as a new successor
+    /// (see `Search::accept`).
     fn claim(
         &mut self,
         from: usize,
@@ -315,8 +310,10 @@ impl<P: Process> Search<'_, '_, P> {
         e.load(state);
         let part = self.cluster.as_mut().expect("a search across processes");
         part.checked_imports += 1;
-        let n = part.checked_imports;
-        if n <= CHECK_FIRST || n % CHECK_EVERY == 0 {
+        {
+            // Every state received is fingerprinted here again: a check
+            // that the processes agree on it, and what the transition
+            // cache keys its transitions by (the tag of its components).
             let here = e.state_fingerprint(state);
             if here.as_ref().ok() != Some(&fp) {
                 e.release(state);
