@@ -91,26 +91,26 @@ impl<P: Process> Model<P> {
     /// Errors are the tool's (an arena could not be reserved, the model is
     /// malformed); property violations are in the result.
     pub fn check(&self) -> Result<CheckResult, CheckError> {
-        search::check(self)
+        search::check(&engine::erased::erase(self))
     }
 
     /// Re-executes a trace on a fresh instance of the model, checking every
     /// step's fingerprint, and reports whether its violation reproduces.
     pub fn replay(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        driver::trace_replay::replay(self, trace)
+        driver::trace_replay::replay(&engine::erased::erase(self), trace)
     }
 
     /// [`Model::check`] in a child process, so that a crash in user code (a
     /// segfault, an abort, a stack overflow) is reported as a violation with
     /// the trace that led to it, instead of ending the checker.
     pub fn check_isolated(&self) -> Result<CheckResult, CheckError> {
-        search::check_isolated(self)
+        search::check_isolated(&engine::erased::erase(self))
     }
 
     /// [`Model::replay`] in a child process: a crash at the trace's last step
     /// reproduces a crash violation.
     pub fn replay_isolated(&self, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
-        driver::trace_replay::replay_isolated(self, trace)
+        driver::trace_replay::replay_isolated(&engine::erased::erase(self), trace)
     }
 }
 

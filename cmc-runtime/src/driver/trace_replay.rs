@@ -3,13 +3,14 @@
 //! final state still has the violation (in process, or in a child process
 //! so that a crash reproduces as one).
 
+use crate::engine::erased::Erased as P;
 use crate::engine::isolate::{self, ChildEnd};
 use crate::engine::trace::{Trace, ViolationKind, ViolationRecord};
 use crate::engine::{
     blame, divergence_detail, ending, hex, no_culprit, CheckError, Engine, Event, Names, RawStep,
     SetupFailure, ENV, ENV_EVENTS,
 };
-use crate::model::{FingerprintMode, Model, Process};
+use crate::model::{FingerprintMode, Model};
 
 /// What replaying a trace showed.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -65,7 +66,7 @@ pub enum ReplayOutcome {
 /// How the model differs from the one `trace` was recorded on, as far as
 /// the trace's recorded shape and sources of identity tell; `None` when
 /// they are the same (or not recorded).
-fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> {
+fn model_change(e: &Engine<'_, P>, trace: &Trace) -> Option<String> {
     let mut changes = Vec::new();
     let hashed = trace.hashed_with();
     if hashed != crate::sys::hash::STATE_HASH {
@@ -110,10 +111,7 @@ fn model_change<P: Process>(e: &Engine<'_, P>, trace: &Trace) -> Option<String> 
 }
 
 /// Replays a trace on a fresh copy of the model.
-pub(crate) fn replay<P: Process>(
-    model: &Model<P>,
-    trace: &Trace,
-) -> Result<ReplayOutcome, CheckError> {
+pub(crate) fn replay(model: &Model<P>, trace: &Trace) -> Result<ReplayOutcome, CheckError> {
     if trace.model != model.name {
         return Err(CheckError::Trace(format!(
             "it is a trace of `{}`, not of `{}`",
@@ -511,7 +509,7 @@ pub(crate) fn replay<P: Process>(
 /// The end of the replay of a violation of the declared symmetry: the
 /// trace's last state `s` (loaded) and the state its twin path leads to
 /// are compared again (see `engine::twins`).
-fn twins_again<P: Process>(
+fn twins_again(
     e: &mut Engine<'_, P>,
     trace: &Trace,
     s: crate::memory::StateId,
@@ -582,7 +580,7 @@ fn twins_again<P: Process>(
 /// [`replay`] in a child process: a crash, an exit or a hang at the
 /// trace's last step (or in the final state's guards or invariants)
 /// reproduces that violation; earlier, it is a divergence.
-pub(crate) fn replay_isolated<P: Process>(
+pub(crate) fn replay_isolated(
     model: &Model<P>,
     trace: &Trace,
 ) -> Result<ReplayOutcome, CheckError> {

@@ -2,15 +2,15 @@
 //! deadlock, leaks.
 
 use super::setup::Engine;
+use crate::engine::erased::Erased as P;
 
 use crate::engine::isolate::{self};
 use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::memory::ArenaId;
 use crate::model::ctx::user_code;
-use crate::model::Process;
 use crate::sys::scope::system_scope;
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// The invariants the loaded state violates (per-process ones first,
     /// then global ones, in declaration order); only the first when
     /// `first_only`.

@@ -6,10 +6,10 @@ use super::events::Event;
 use super::events::RawStep;
 use super::events::ENV;
 use super::names::Names;
+use crate::engine::erased::Erased as P;
 
 use crate::engine::isolate::{self};
 use crate::engine::trace::{ViolationKind, ViolationRecord};
-use crate::model::Process;
 
 /// The steps of a crash: the recorded path to the node being expanded,
 /// then the step that was running (from the current record).
@@ -179,7 +179,7 @@ pub(crate) fn logged_path(ancestry: Vec<isolate::LoggedStep>) -> Vec<RawStep> {
 /// The user code a phase names: the violated property and a description
 /// of the culprit. `last` is the handler and actor of the step that ran,
 /// for handler and identity phases. `None`: no user code was running.
-pub(crate) fn blame<P: Process>(
+pub(crate) fn blame(
     n: &Names<'_, P>,
     phase: isolate::Phase,
     last: Option<(&str, &str)>,
@@ -281,7 +281,7 @@ pub(crate) fn no_culprit(ended: &isolate::Ended) -> String {
 /// to the culprit (the last one the step that ran, for a handler or the
 /// identity of its successor) and the violation; or, when no user code was
 /// running (the checker itself, or the operating system, ended it), why.
-pub(crate) fn culprit<P: Process>(
+pub(crate) fn culprit(
     n: &Names<'_, P>,
     ended: &isolate::Ended,
 ) -> Result<(Vec<RawStep>, ViolationRecord), String> {

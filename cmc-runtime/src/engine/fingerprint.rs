@@ -4,6 +4,8 @@
 //! the arenas it wrote.
 
 use super::error::CheckError;
+use crate::engine::erased::Erased as P;
+use crate::engine::erased::{kind_of, ErasedMsg, ErasedShared};
 
 use crate::engine::isolate::{self};
 use crate::engine::symmetry::Symmetry;
@@ -14,7 +16,7 @@ use crate::identity::{HashFn, TypeSource};
 use crate::memory::{ArenaId, Fingerprint, FingerprintWidth, Memory, StateId};
 use crate::model::ctx::user_code;
 use crate::model::env::Env;
-use crate::model::{FingerprintMode, Model, Process, StateHasher};
+use crate::model::{FingerprintMode, Model, StateHasher};
 use crate::sys::scope::system_scope;
 
 /// How one type of the model is fingerprinted.
@@ -60,9 +62,9 @@ impl<T> Chosen<T> {
 /// arena's page table (an arena a transition did not touch keeps its table,
 /// hence its component), and the environment's, computed from its meaning
 /// (messages by their identity keys, the shared variables by their source).
-pub(crate) struct Fingerprinter<P: Process> {
+pub(crate) struct Fingerprinter<P: crate::model::Process> {
     pub(crate) process: Chosen<P>,
-    pub(crate) shared: Chosen<P::Shared>,
+    pub(crate) shared: Chosen<ErasedShared>,
     /// Heap mode: one graph per process arena.
     pub(crate) graphs: Vec<HeapGraph>,
     /// The shared variables' heap, when they are fingerprinted by it.
@@ -81,7 +83,7 @@ pub(crate) struct Fingerprinter<P: Process> {
     pub(crate) inexact: u64,
 }
 
-impl<P: Process> Fingerprinter<P> {
+impl Fingerprinter<P> {
     /// Chooses the sources: the mode the model asks for, else each type's
     /// best.
     pub(crate) fn new(
@@ -91,9 +93,10 @@ impl<P: Process> Fingerprinter<P> {
         arenas: &[ArenaId],
         roots: &[*mut P],
         env_arena: ArenaId,
-        env: *mut Env<P::Msg, P::Shared>,
+        env: *mut Env<ErasedMsg, ErasedShared>,
     ) -> Result<Self, CheckError> {
-        let fns = P::hash_fns();
+        let kind = kind_of(model);
+        let fns = (kind.hash_fns)();
         crate::identity::typed::new_check();
         // A model that names its identifiers by type and field
         // (`ids_in`) is walked by its type information where it has no
@@ -103,29 +106,18 @@ impl<P: Process> Fingerprinter<P> {
         let walk =
             |state: bool, available: Result<(), String>| typed_ids && !state && available.is_ok();
         let process = match mode {
-            None if walk(
-                fns.process.state.is_some(),
-                crate::identity::typed::available::<P>(),
-            ) =>
-            {
-                Chosen::Value(
-                    FingerprintMode::Typed,
-                    crate::identity::typed::typed_hash::<P>,
-                )
+            None if walk(fns.process.state.is_some(), (kind.process.available)()) => {
+                Chosen::Value(FingerprintMode::Typed, kind.process.typed_hash)
             }
-            None => fns
-                .process
-                .best_or_typed()
+            None => kind
+                .process_best()
                 .map_or(Chosen::Heap, |(m, f)| Chosen::Value(m, f)),
-            Some(FingerprintMode::Typed) => match crate::identity::typed::available::<P>() {
-                Ok(()) => Chosen::Value(
-                    FingerprintMode::Typed,
-                    crate::identity::typed::typed_hash::<P>,
-                ),
+            Some(FingerprintMode::Typed) => match (kind.process.available)() {
+                Ok(()) => Chosen::Value(FingerprintMode::Typed, kind.process.typed_hash),
                 Err(why) => {
                     return Err(CheckError::Model(format!(
                         "fingerprint mode `typed` cannot describe the process type {}: {why}",
-                        std::any::type_name::<P>()
+                        kind.process.name
                     )))
                 }
             },
@@ -153,29 +145,22 @@ impl<P: Process> Fingerprinter<P> {
                         "fingerprint mode `{}` needs the process type {} to implement {need}, \
                          or choose another mode",
                         mode.name(),
-                        std::any::type_name::<P>()
+                        kind.process.name
                     )));
                 }
             },
         };
         let shared = match fns.shared.best() {
-            _ if size_of::<P::Shared>() != 0
-                && walk(
-                    fns.shared.state.is_some(),
-                    crate::identity::typed::available::<P::Shared>(),
-                ) =>
+            _ if kind.shared.size != 0
+                && walk(fns.shared.state.is_some(), (kind.shared.available)()) =>
             {
-                Chosen::Value(
-                    FingerprintMode::Typed,
-                    crate::identity::typed::typed_hash::<P::Shared>,
-                )
+                Chosen::Value(FingerprintMode::Typed, kind.shared.typed_hash)
             }
             Some((m, f)) => Chosen::Value(m, f),
-            None if size_of::<P::Shared>() == 0 => Chosen::Nothing,
-            None if crate::identity::typed::available::<P::Shared>().is_ok() => Chosen::Value(
-                FingerprintMode::Typed,
-                crate::identity::typed::typed_hash::<P::Shared>,
-            ),
+            None if kind.shared.size == 0 => Chosen::Nothing,
+            None if (kind.shared.available)().is_ok() => {
+                Chosen::Value(FingerprintMode::Typed, kind.shared.typed_hash)
+            }
             None => Chosen::Heap,
         };
         let graphs = if matches!(process, Chosen::Heap) {
@@ -189,18 +174,18 @@ impl<P: Process> Fingerprinter<P> {
         };
         let shared_graph = matches!(shared, Chosen::Heap).then(|| {
             // SAFETY: the environment was just built and is live.
-            let shared: *const P::Shared = unsafe { &*(*env).shared };
+            let shared: *const ErasedShared = unsafe { &*(*env).shared };
             HeapGraph::new(mem, env_arena, shared.cast())
         });
-        let msg_mode = message_source::<P>(model).0;
-        let mut sources = vec![TypeSource::of::<P>(
+        let msg_mode = message_source(model).0;
+        let mut sources = vec![(kind.process.source)(
             "process",
             process.mode().expect("a process type always has a source"),
         )];
-        if let Some(source) = shared.mode().filter(|_| size_of::<P::Shared>() != 0) {
-            sources.push(TypeSource::of::<P::Shared>("shared", source));
+        if let Some(source) = shared.mode().filter(|_| kind.shared.size != 0) {
+            sources.push((kind.shared.source)("shared", source));
         }
-        sources.push(TypeSource::of::<P::Msg>("message", msg_mode));
+        sources.push((kind.msg.source)("message", msg_mode));
         let symmetry = if model.symmetry.is_empty() || !model.reduce {
             None
         } else {
@@ -209,13 +194,13 @@ impl<P: Process> Fingerprinter<P> {
         // Where the typed walk finds identifiers (none unless reduced).
         let mut walked = Vec::new();
         if matches!(process, Chosen::Value(FingerprintMode::Typed, _)) {
-            walked.push(crate::identity::typed::Root::of::<P>());
+            walked.push((kind.process.root)());
         }
         if matches!(shared, Chosen::Value(FingerprintMode::Typed, _)) {
-            walked.push(crate::identity::typed::Root::of::<P::Shared>());
+            walked.push((kind.shared.root)());
         }
         if msg_mode == FingerprintMode::Typed {
-            walked.push(crate::identity::typed::Root::of::<P::Msg>());
+            walked.push((kind.msg.root)());
         }
         let decls = if symmetry.is_some() {
             &model.typed_ids[..]
@@ -248,7 +233,7 @@ impl<P: Process> Fingerprinter<P> {
         arenas: &[ArenaId],
         roots: &[*mut P],
         env_arena: ArenaId,
-        env: *mut Env<P::Msg, P::Shared>,
+        env: *mut Env<ErasedMsg, ErasedShared>,
     ) -> Self {
         let graphs = if self.graphs.is_empty() {
             Vec::new()
@@ -261,7 +246,7 @@ impl<P: Process> Fingerprinter<P> {
         };
         let shared_graph = self.shared_graph.as_ref().map(|_| {
             // SAFETY: the environment root is live in every state.
-            let shared: *const P::Shared = unsafe { &*(*env).shared };
+            let shared: *const ErasedShared = unsafe { &*(*env).shared };
             HeapGraph::new(mem, env_arena, shared.cast())
         });
         Fingerprinter {
@@ -291,16 +276,16 @@ impl<P: Process> Fingerprinter<P> {
 
 /// What computing a fingerprint needs of an engine, borrowed apart from its
 /// fingerprinters.
-pub(crate) struct Parts<'a, P: Process> {
+pub(crate) struct Parts<'a, P: crate::model::Process> {
     pub(crate) mem: &'a mut Memory,
     pub(crate) model: &'a Model<P>,
     pub(crate) arenas: &'a [ArenaId],
     pub(crate) env_arena: ArenaId,
     pub(crate) roots: &'a [*mut P],
-    pub(crate) env: *mut Env<P::Msg, P::Shared>,
+    pub(crate) env: *mut Env<ErasedMsg, ErasedShared>,
 }
 
-impl<P: Process> Parts<'_, P> {
+impl Parts<'_, P> {
     /// The fingerprint of `state`, the loaded state, computed by `fp`;
     /// components are cached on the page tables, and their sum on the
     /// state, when `cached`.
@@ -510,8 +495,9 @@ impl<P: Process> Parts<'_, P> {
             let _sys = system_scope();
             let mut h = StateHasher::default();
             env.fifo.hash(&mut h);
-            h.write_usize(env.msgs.len());
-            for m in &env.msgs {
+            let msgs = kind_of(self.model).msgs(env);
+            h.write_usize(msgs.len());
+            for (m, _) in msgs.iter() {
                 (m.to, m.from, m.key).hash(&mut h);
             }
             env.timers.hash(&mut h);
@@ -565,7 +551,7 @@ struct Part {
     masked: u128,
 }
 
-impl<P: Process> Parts<'_, P> {
+impl Parts<'_, P> {
     /// `value` hashed by `f` under `renaming`, and whether it wrote a
     /// process identifier.
     fn hash_under<T: ?Sized>(
@@ -626,10 +612,11 @@ impl<P: Process> Parts<'_, P> {
         // SAFETY: the environment root is live in every state.
         let env = unsafe { &*self.env };
         let key_fn = env.key_fn();
-        let mut msgs = Vec::with_capacity(env.msgs.len());
-        for m in &env.msgs {
+        let inflight = kind_of(self.model).msgs(env);
+        let mut msgs = Vec::with_capacity(inflight.len());
+        for (_, msg) in inflight.iter() {
             let what = || "the StateHash implementation of a message".to_string();
-            msgs.push(self.part(sym, what, &m.msg, &key_fn)?);
+            msgs.push(self.part(sym, what, msg, &key_fn)?);
         }
         let shared_fn = match fp.shared {
             Chosen::Value(_, f) => Some(f),
@@ -656,7 +643,7 @@ impl<P: Process> Parts<'_, P> {
             }
         };
         let mut colours: Vec<u128> = procs.iter().map(|p| p.masked).collect();
-        for (m, part) in env.msgs.iter().zip(&msgs) {
+        for ((m, _), part) in inflight.iter().zip(&msgs) {
             let (to, from) = (m.to as usize, m.from as usize);
             colours[to] = colours[to].wrapping_add(term(1, end(m.from) as usize, part.masked));
             colours[from] = colours[from].wrapping_add(term(2, end(m.to) as usize, part.masked));
@@ -680,10 +667,10 @@ impl<P: Process> Parts<'_, P> {
                         seen = seen.wrapping_add(term(4, 0, h));
                     }
                 }
-                for (m, part) in env.msgs.iter().zip(&msgs) {
+                for ((_, msg), part) in inflight.iter().zip(&msgs) {
                     if part.named {
                         let what = || "the StateHash implementation of a message".to_string();
-                        let h = self.hash_under(&singled, what, &m.msg, &key_fn)?.0;
+                        let h = self.hash_under(&singled, what, msg, &key_fn)?.0;
                         seen = seen.wrapping_add(term(5, 0, h));
                     }
                 }
@@ -743,18 +730,18 @@ impl<P: Process> Parts<'_, P> {
 }
 
 /// A state's components hashed for its images (see [`Parts::canonical`]).
-struct Hashed<P: Process> {
+struct Hashed<P: crate::model::Process> {
     procs: Vec<Part>,
     msgs: Vec<Part>,
     shared: Part,
     /// Whether any component wrote an identifier.
     named: bool,
     process_fn: HashFn<P>,
-    shared_fn: Option<HashFn<P::Shared>>,
-    key_fn: HashFn<P::Msg>,
+    shared_fn: Option<HashFn<ErasedShared>>,
+    key_fn: HashFn<ErasedMsg>,
 }
 
-impl<P: Process> Parts<'_, P> {
+impl Parts<'_, P> {
     /// The sum of the components of the loaded state's image under `perm`
     /// (process `i` to slot `perm[i]`, identifiers renamed alike).
     fn image(
@@ -788,11 +775,11 @@ impl<P: Process> Parts<'_, P> {
         // in its order), with renamed ends.
         let mut net = 0u128;
         let mut link: Option<(u32, u32, StateHasher)> = None;
-        for (m, part) in env.msgs.iter().zip(&hashed.msgs) {
+        for ((m, msg), part) in kind_of(self.model).msgs(env).iter().zip(&hashed.msgs) {
             let key = match renamed(part) {
                 Some(r) => {
                     let what = || "the StateHash implementation of a message".to_string();
-                    self.hash_under(r, what, &m.msg, &hashed.key_fn)?.0
+                    self.hash_under(r, what, msg, &hashed.key_fn)?.0
                 }
                 None => part.hash,
             };
@@ -832,21 +819,18 @@ impl<P: Process> Parts<'_, P> {
 }
 
 /// The symmetry of `model` for the sources `fp` chose.
-pub(crate) fn symmetry_of<P: Process>(
-    model: &Model<P>,
-    fp: &Fingerprinter<P>,
-) -> Result<Symmetry, CheckError> {
-    let msg = message_source::<P>(model).0;
+pub(crate) fn symmetry_of(model: &Model<P>, fp: &Fingerprinter<P>) -> Result<Symmetry, CheckError> {
+    let msg = message_source(model).0;
     symmetry_for(model, &fp.process, &fp.shared, msg)
 }
 
 /// The symmetry the model declares, if its types can be renamed: every
 /// identifier must be hashed by a `StateHash` (a `Hash` or `Debug` writes
 /// it as a plain number).
-fn symmetry_for<P: Process>(
+fn symmetry_for(
     model: &Model<P>,
     process: &Chosen<P>,
-    shared: &Chosen<P::Shared>,
+    shared: &Chosen<ErasedShared>,
     msg: FingerprintMode,
 ) -> Result<Symmetry, CheckError> {
     let refuse = |what: &str, ty: &str, how: Option<FingerprintMode>| {
@@ -877,7 +861,7 @@ fn symmetry_for<P: Process>(
         other => {
             return Err(refuse(
                 "process type",
-                std::any::type_name::<P>(),
+                kind_of(model).process.name,
                 other.mode(),
             ))
         }
@@ -888,18 +872,14 @@ fn symmetry_for<P: Process>(
         other => {
             return Err(refuse(
                 "shared variables",
-                std::any::type_name::<P::Shared>(),
+                kind_of(model).shared.name,
                 other.mode(),
             ))
         }
     }
     let msg_ok = msg == FingerprintMode::State || (typed && msg == FingerprintMode::Typed);
-    if !msg_ok && size_of::<P::Msg>() != 0 {
-        return Err(refuse(
-            "message type",
-            std::any::type_name::<P::Msg>(),
-            Some(msg),
-        ));
+    if !msg_ok && kind_of(model).msg.size != 0 {
+        return Err(refuse("message type", kind_of(model).msg.name, Some(msg)));
     }
     if model.por {
         return Err(CheckError::Model(
@@ -925,18 +905,18 @@ pub(crate) fn source_name(mode: FingerprintMode) -> &'static str {
 /// (every message has one).
 /// Whether the model reduces by a symmetry whose identifiers are named by
 /// type and field ([`Model::ids_in`]).
-fn typed_ids<P: Process>(model: &Model<P>) -> bool {
+fn typed_ids(model: &Model<P>) -> bool {
     !model.symmetry.is_empty() && model.reduce && !model.typed_ids.is_empty()
 }
 
 /// Whether the typed walk fingerprints what has no `StateHash`: the model
 /// names identifiers by type and field, or hides fields
 /// ([`Model::hidden_in`]).
-fn typed_walk<P: Process>(model: &Model<P>) -> bool {
+fn typed_walk(model: &Model<P>) -> bool {
     typed_ids(model) || !model.hidden.is_empty() || !model.unordered.is_empty()
 }
 
-pub(crate) fn message_key<P: Process>(model: &Model<P>) -> HashFn<P::Msg> {
+pub(crate) fn message_key(model: &Model<P>) -> HashFn<ErasedMsg> {
     message_source(model).1
 }
 
@@ -944,21 +924,15 @@ pub(crate) fn message_key<P: Process>(model: &Model<P>) -> HashFn<P::Msg> {
 /// when the model renames identifiers the typed walk finds
 /// ([`Model::ids_in`]) and the message type has no `StateHash`, the
 /// typed walk.
-pub(crate) fn message_source<P: Process>(model: &Model<P>) -> (FingerprintMode, HashFn<P::Msg>) {
-    let fns = P::hash_fns();
-    if typed_walk(model)
-        && fns.msg.state.is_none()
-        && crate::identity::typed::available::<P::Msg>().is_ok()
-    {
-        return (
-            FingerprintMode::Typed,
-            crate::identity::typed::typed_hash::<P::Msg>,
-        );
+pub(crate) fn message_source(model: &Model<P>) -> (FingerprintMode, HashFn<ErasedMsg>) {
+    let kind = kind_of(model);
+    let fns = (kind.hash_fns)();
+    if typed_walk(model) && fns.msg.state.is_none() && (kind.msg.available)().is_ok() {
+        return (FingerprintMode::Typed, kind.msg.typed_hash);
     }
-    fns.msg.best().unwrap_or((
-        FingerprintMode::Debug,
-        crate::identity::debug_hash::<P::Msg>,
-    ))
+    fns.msg
+        .best()
+        .unwrap_or((FingerprintMode::Debug, kind.msg_debug_hash))
 }
 
 pub(crate) fn hex(fp: Fingerprint) -> String {

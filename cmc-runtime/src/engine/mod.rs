@@ -8,6 +8,7 @@
 mod checks;
 mod crash;
 mod divergence;
+pub(crate) mod erased;
 mod error;
 mod events;
 mod fingerprint;

@@ -6,15 +6,17 @@ use super::events::ENV_EVENTS;
 use super::events::{ENV, LOSE};
 use super::properties::property_fns;
 use super::setup::Engine;
+use crate::engine::erased::kind_of;
+use crate::engine::erased::Erased as P;
 
 use crate::engine::trace::StepKind;
-use crate::model::{FingerprintMode, Handler, Model, Process, StateHasher, Trigger};
+use crate::model::{FingerprintMode, Handler, Model, StateHasher, Trigger};
 
 /// A model's names — processes, handlers, invariants, the source of its
 /// process type's identity — known without building its processes (which
 /// the parent of an isolated run must not do: a constructor may be what
 /// crashed the child).
-pub(crate) struct Names<'m, P: Process> {
+pub(crate) struct Names<'m, P: crate::model::Process> {
     pub(crate) model: &'m Model<P>,
     pub(crate) handlers: Vec<Handler<P>>,
     /// Per-process invariants, then the model's own global ones, then the
@@ -25,15 +27,16 @@ pub(crate) struct Names<'m, P: Process> {
     pub(crate) source: &'static str,
 }
 
-impl<'m, P: Process> Names<'m, P> {
+impl<'m> Names<'m, P> {
     pub(crate) fn of(model: &'m Model<P>, mode: Option<FingerprintMode>) -> Self {
-        let per_process: Vec<&'static str> = P::invariants().iter().map(|i| i.name).collect();
+        let kind = kind_of(model);
+        let per_process: Vec<&'static str> = (kind.invariants)().iter().map(|i| i.name).collect();
         let per = per_process.len();
         let invariants = per_process
             .into_iter()
             .chain(model.invariants.iter().map(|i| i.name))
             .chain(
-                crate::model::registered::invariants_for::<P>()
+                kind.registered_invariants()
                     .into_iter()
                     .filter(|(name, _)| !model.without.iter().any(|w| w == name))
                     .map(|(n, _)| n),
@@ -42,12 +45,12 @@ impl<'m, P: Process> Names<'m, P> {
             .collect();
         let source = mode
             .or(model.fingerprint)
-            .or_else(|| P::hash_fns().process.best_or_typed().map(|(m, _)| m))
+            .or_else(|| kind.process_best().map(|(m, _)| m))
             .unwrap_or(FingerprintMode::Heap)
             .name();
         Names {
             model,
-            handlers: P::handlers(),
+            handlers: (kind.handlers)(),
             invariants,
             per_process: per,
             source,
@@ -91,9 +94,10 @@ impl<'m, P: Process> Names<'m, P> {
         let mut h = StateHasher::default();
         self.model.name.hash(&mut h);
         self.model.count.hash(&mut h);
-        std::any::type_name::<P>().hash(&mut h);
-        std::any::type_name::<P::Msg>().hash(&mut h);
-        std::any::type_name::<P::Shared>().hash(&mut h);
+        let kind = kind_of(self.model);
+        kind.process.name.hash(&mut h);
+        kind.msg.name.hash(&mut h);
+        kind.shared.name.hash(&mut h);
         for handler in &self.handlers {
             handler.name.hash(&mut h);
             format!("{:?}", handler.trigger).hash(&mut h);
@@ -123,7 +127,7 @@ pub(crate) fn human_bytes(bytes: u64) -> String {
     }
 }
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// A hash of the model's shape (see [`Trace::handlers`]): what a trace
     /// depends on besides the code of the handlers.
     pub(crate) fn shape(&self) -> String {

@@ -9,13 +9,15 @@ use super::events::ENV;
 use super::events::LOSE;
 use super::fingerprint::Chosen;
 use super::setup::Engine;
+use crate::engine::erased::kind_of;
+use crate::engine::erased::Erased as P;
 
 use crate::engine::isolate::{self};
 use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::memory::{ArenaId, StateId};
 use crate::model::ctx::{self, begin_run, end_run, user_code, Run};
+use crate::model::Trigger;
 use crate::model::{Ctx, View};
-use crate::model::{Process, Trigger};
 use crate::sys::scope::system_scope;
 
 /// The next choice script after a run that made `taken` (value, range)
@@ -27,7 +29,7 @@ pub(crate) fn next_script(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
     Some(script)
 }
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// Each handler with the states it was found enabled in so far.
     pub(crate) fn handler_uses(&self) -> Vec<crate::engine::trace::HandlerUse> {
         self.handlers
@@ -120,13 +122,14 @@ impl<'m, P: Process> Engine<'m, P> {
             }
         })?;
         let net = &self.model.network;
-        if net.loss && !env.msgs.is_empty() {
+        let in_flight = kind_of(self.model).msgs(env).len();
+        if net.loss && in_flight > 0 {
             events.push(Event {
                 actor: ENV,
                 handler: LOSE,
             });
         }
-        if net.duplication && !env.msgs.is_empty() && env.msgs.len() < net.capacity {
+        if net.duplication && in_flight > 0 && in_flight < net.capacity {
             events.push(Event {
                 actor: ENV,
                 handler: DUPLICATE,
@@ -463,7 +466,7 @@ impl<'m, P: Process> Engine<'m, P> {
     pub(crate) fn run_environment(&mut self, event: usize) {
         let distinct = {
             let _sys = system_scope();
-            self.env().distinct()
+            kind_of(self.model).distinct(self.env())
         };
         let Some(pick) = ctx::choice_internal(distinct.len()) else {
             // The trace does not fit (the run's misfit says why).
@@ -471,21 +474,18 @@ impl<'m, P: Process> Engine<'m, P> {
         };
         let i = distinct[pick];
         let _in = self.mem.enter(self.env_arena);
-        // SAFETY: the environment root is live; no other reference exists.
-        let env = unsafe { &mut *self.env };
+        let kind = kind_of(self.model);
+        {
+            let (head, msg) = kind.msgs(self.env()).get(i);
+            ctx::describe(|| (head.from as usize, head.to as usize, (kind.msg_debug)(msg)));
+        }
         if event == LOSE {
-            let lost = env.remove(i);
-            ctx::describe(|| {
-                (
-                    lost.from as usize,
-                    lost.to as usize,
-                    format!("{:?}", lost.msg),
-                )
-            });
+            // SAFETY: the environment root is live, of the kind's model,
+            // with its arena entered; no other reference to it exists.
+            unsafe { kind.lose(self.env, i) }
         } else {
-            let (from, to) = (env.msgs[i].from as usize, env.msgs[i].to as usize);
-            ctx::describe(|| (from, to, format!("{:?}", env.msgs[i].msg)));
-            env.duplicate(i);
+            // SAFETY: as above.
+            unsafe { kind.duplicate(self.env, i) }
         }
     }
 }

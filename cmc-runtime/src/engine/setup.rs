@@ -14,6 +14,9 @@ use super::fingerprint::Fingerprinter;
 use super::fingerprint::Parts;
 use super::properties::property_fns;
 use super::properties::PropertyFn;
+use crate::engine::erased::kind_of;
+use crate::engine::erased::Erased as P;
+use crate::engine::erased::{ErasedMsg, ErasedShared};
 use std::collections::HashSet;
 
 use rand::Rng;
@@ -27,17 +30,17 @@ use crate::model::ctx::{self, begin_run, end_run, user_code, Run};
 use crate::model::env::Env;
 use crate::model::world::World;
 use crate::model::Ctx;
-use crate::model::{FingerprintMode, Handler, Invariant, Model, Process, Trigger};
+use crate::model::{FingerprintMode, Handler, Invariant, Model, Trigger};
 use crate::sys::scope::system_scope;
 
 /// A model set up in memory: arenas, roots, the initial state.
-pub(crate) struct Engine<'m, P: Process> {
+pub(crate) struct Engine<'m, P: crate::model::Process> {
     pub(super) model: &'m Model<P>,
     pub(super) mem: Memory,
     pub(super) arenas: Vec<ArenaId>,
     pub(super) env_arena: ArenaId,
     pub(super) roots: Vec<*mut P>,
-    pub(super) env: *mut Env<P::Msg, P::Shared>,
+    pub(super) env: *mut Env<ErasedMsg, ErasedShared>,
     pub(super) handlers: Vec<Handler<P>>,
     /// For each handler, the states it was found enabled in
     /// (`Stats::handlers`).
@@ -118,7 +121,7 @@ pub(crate) fn prewarm() {
 /// or under symmetry reduction the first of its group's, so that the
 /// interchangeable processes start alike (the initial state is its own
 /// image, as a symmetric model's is).
-fn seed_index<P: Process>(model: &Model<P>, i: usize) -> usize {
+fn seed_index(model: &Model<P>, i: usize) -> usize {
     if !model.reduce {
         return i;
     }
@@ -144,18 +147,19 @@ fn seed_index<P: Process>(model: &Model<P>, i: usize) -> usize {
 ///
 /// A constructor that leaves a thread running is reported here, before it
 /// runs in an arena.
-pub(crate) fn warm_up<P: Process>(model: &Model<P>) -> Result<(), ViolationRecord> {
+pub(crate) fn warm_up(model: &Model<P>) -> Result<(), ViolationRecord> {
+    let kind = kind_of(model);
     let _sys = system_scope();
     for i in 0..model.count {
         if crate::determinism::random::enabled() {
             crate::determinism::random::seed_for(0x696e_6974_0000 | seed_index(model, i) as u128);
         }
         isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
-        let _ = user_code(true, || drop((model.init)(i)));
+        let _ = user_code(true, || kind.drop_init(i));
         constructor_threads(Some(i))?;
     }
     isolate::phase(isolate::IN_SETUP, 0, u64::MAX, 0, 0);
-    let _ = user_code(true, || drop(P::Shared::default()));
+    let _ = user_code(true, || kind.drop_shared());
     constructor_threads(None)
 }
 
@@ -185,7 +189,7 @@ pub(crate) fn constructor_threads(i: Option<usize>) -> Result<(), ViolationRecor
     })
 }
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// Sets up `model`; `mode` is the fingerprint mode that overrides each
     /// type's best source (the model's own, or a trace's).
     pub(crate) fn new(
@@ -202,16 +206,17 @@ impl<'m, P: Process> Engine<'m, P> {
         // A hand-written table, or a roles enum whose role has too many
         // handlers, can panic while it is built: a model error, not a
         // crash of the checker.
-        let handlers = user_code(false, P::handlers).map_err(|(message, location)| {
+        let kind = kind_of(model);
+        let handlers = user_code(false, kind.handlers).map_err(|(message, location)| {
             SetupFailure::Error(CheckError::Model(format!(
                 "the handler table of {} could not be built: {message} (at {location})",
-                std::any::type_name::<P>()
+                kind.process.name
             )))
         })?;
-        let invariants = user_code(false, P::invariants).map_err(|(message, location)| {
+        let invariants = user_code(false, kind.invariants).map_err(|(message, location)| {
             SetupFailure::Error(CheckError::Model(format!(
                 "the invariants of {} could not be listed: {message} (at {location})",
-                std::any::type_name::<P>()
+                kind.process.name
             )))
         })?;
         let mut names = HashSet::new();
@@ -245,12 +250,12 @@ impl<'m, P: Process> Engine<'m, P> {
             isolate::phase(isolate::IN_SETUP, 0, i as u64, 0, 0);
             let built = {
                 let _in = mem.enter(arena);
-                user_code(true, || Box::into_raw(Box::new((model.init)(i))))
+                user_code(true, || kind.init(i))
             };
             constructor_threads(Some(i)).map_err(SetupFailure::Violation)?;
             match built {
                 Ok(root)
-                    if size_of::<P>() > 0
+                    if kind.process.size > 0
                         && !crate::memory::alloc::in_any_arena(root as *const u8) =>
                 {
                     // Boxed inside the process's arena, yet outside every
@@ -278,13 +283,7 @@ impl<'m, P: Process> Engine<'m, P> {
         isolate::phase(isolate::IN_SETUP, 0, u64::MAX, 0, 0);
         let env = {
             let _in = mem.enter(env_arena);
-            match user_code(true, || {
-                Box::into_raw(Box::new(Env::new(
-                    &model.network,
-                    P::Shared::default(),
-                    message_key::<P>(model),
-                )))
-            }) {
+            match user_code(true, || kind.new_env(message_key(model))) {
                 Ok(env) => {
                     constructor_threads(None).map_err(SetupFailure::Violation)?;
                     env
@@ -428,7 +427,8 @@ impl<'m, P: Process> Engine<'m, P> {
             enabled_counts: handlers.iter().map(|_| std::cell::Cell::new(0)).collect(),
             handlers,
             invariants,
-            registered: crate::model::registered::invariants_for::<P>()
+            registered: kind
+                .registered_invariants()
                 .into_iter()
                 .filter(|(name, _)| !model.without.iter().any(|w| w == name))
                 .collect(),
@@ -451,7 +451,7 @@ impl<'m, P: Process> Engine<'m, P> {
     }
 }
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// The fingerprint the search deduplicates `state` (the loaded state)
     /// by; see [`Fingerprinter`]. A panic in user code (a `Hash` or `Debug`
     /// implementation, an abstraction) is returned as a violation.
@@ -606,10 +606,10 @@ impl<'m, P: Process> Engine<'m, P> {
 
     /// The number of messages in flight in the loaded state.
     pub(crate) fn in_flight(&self) -> usize {
-        self.env().msgs.len()
+        kind_of(self.model).msgs(self.env()).len()
     }
 
-    pub(crate) fn env(&self) -> &Env<P::Msg, P::Shared> {
+    pub(crate) fn env(&self) -> &Env<ErasedMsg, ErasedShared> {
         // SAFETY: the environment root is live in every state.
         unsafe { &*self.env }
     }

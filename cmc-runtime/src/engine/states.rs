@@ -5,15 +5,16 @@
 //! of the state it expands, the fingerprint tags it computed). Also the
 //! few settings the search makes around an expansion.
 
+use crate::engine::erased::Erased as P;
 use crate::identity::TypeSource;
 use crate::memory::arena::ArenaExhausted;
 use crate::memory::{ArenaId, MemoryStats, StateId, TableId};
-use crate::model::{FingerprintMode, Handler, Model, Process};
+use crate::model::{FingerprintMode, Handler, Model};
 
 use super::properties::PropertyFn;
 use super::setup::Engine;
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// Loads `state` into the arenas (only the pages that differ are
     /// written) and arms write tracking for the next transition.
     pub(crate) fn load(&mut self, state: StateId) {

@@ -10,6 +10,7 @@ use super::events::{ENV, LINK, LOSE};
 use super::fingerprint::hex;
 use super::names::Names;
 use super::setup::Engine;
+use crate::engine::erased::Erased as P;
 use std::time::{Duration, Instant};
 
 use crate::engine::isolate::{self};
@@ -20,14 +21,14 @@ use crate::engine::trace::{
 use crate::identity::TypeSource;
 use crate::memory::FingerprintWidth;
 use crate::model::ctx::user_code;
-use crate::model::{FingerprintMode, Model, Process, Trigger};
+use crate::model::{FingerprintMode, Model, Trigger};
 use crate::sys::scope::system_scope;
 
 /// A trace of `model`: the one place a [`Trace`] is made. Its steps, its
 /// violation, the source of identity each type used and the shape of the
 /// handler tables; the initial fingerprint and the other invariants the
 /// last state breaks are the caller's to add when it knows them.
-pub(crate) fn trace_of<P: Process>(
+pub(crate) fn trace_of(
     model: &Model<P>,
     fingerprint: Option<FingerprintMode>,
     sources: Vec<TypeSource>,
@@ -123,11 +124,7 @@ fn bare_step(step: &RawStep, actor: String, handler: &str, kind: StepKind) -> St
 
 /// A trace of raw steps with only the names of its events: what is left
 /// when the steps cannot be re-run (they do not behave the same again).
-pub(crate) fn bare_trace<P: Process>(
-    n: &Names<'_, P>,
-    steps: &[RawStep],
-    record: ViolationRecord,
-) -> Trace {
+pub(crate) fn bare_trace(n: &Names<'_, P>, steps: &[RawStep], record: ViolationRecord) -> Trace {
     let (head, steps) = split_long(steps);
     let steps = steps
         .iter()
@@ -151,7 +148,7 @@ pub(crate) fn bare_trace<P: Process>(
     with_prefix(trace, runs_of(head))
 }
 
-impl<'m, P: Process> Engine<'m, P> {
+impl<'m> Engine<'m, P> {
     /// Records the node of a new state reached from `parent` by `e`;
     /// `None` when the search tree has no room left.
     pub(crate) fn record_node(

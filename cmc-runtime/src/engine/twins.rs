@@ -8,13 +8,14 @@
 //! A difference is reported with the permutation, the event and the first
 //! line where the two processes' states differ.
 
+use crate::engine::erased::kind_of;
+use crate::engine::erased::Erased as P;
 use std::collections::BTreeSet;
 
 use crate::engine::next_script;
 use crate::engine::trace::ViolationRecord;
 use crate::engine::{Engine, Event, ENV};
 use crate::memory::StateId;
-use crate::model::Process;
 
 /// What a state does, for comparing twins.
 pub(crate) struct Behaviour {
@@ -41,7 +42,7 @@ fn images(runs: &[Run]) -> BTreeSet<u128> {
 const PANICKED: u128 = 1;
 const MODEL_ERROR: u128 = 2;
 
-impl<P: Process> Engine<'_, P> {
+impl Engine<'_, P> {
     /// What `state` does: its invariants' verdict, and for every enabled
     /// event every choice's successor (with random seed 0). `None` when a
     /// run cannot be compared (it left a thread behind or failed to run).
@@ -304,7 +305,7 @@ impl<P: Process> Engine<'_, P> {
             // SAFETY: a live root of the loaded successor.
             let p = unsafe { &*root };
             let dump = crate::identity::rename::hashing_renamed(renaming, || {
-                crate::identity::typed::dump(p)
+                (kind_of(self.model).process.dump)(p)
             });
             out.push(dump.ok()?);
         }
@@ -312,17 +313,21 @@ impl<P: Process> Engine<'_, P> {
         let env = unsafe { &*self.env };
         let key_fn = env.key_fn();
         let mut net = Vec::new();
-        for m in &env.msgs {
+        let kind = kind_of(self.model);
+        for (m, msg) in kind.msgs(env).iter() {
             let h = crate::identity::rename::hashing_renamed(renaming, || {
                 let mut h = crate::identity::hasher::StateHasher::default();
-                key_fn(&m.msg, &mut h);
+                key_fn(msg, &mut h);
                 h.finish128()
             });
             let (to, from) = (perm[m.to as usize], perm[m.from as usize]);
-            let mut shown = format!("{:?} from process {from} to process {to}", m.msg);
-            if let Ok(d) = crate::identity::rename::hashing_renamed(renaming, || {
-                crate::identity::typed::dump(&m.msg)
-            }) {
+            let mut shown = format!(
+                "{} from process {from} to process {to}",
+                (kind.msg_debug)(msg)
+            );
+            if let Ok(d) =
+                crate::identity::rename::hashing_renamed(renaming, || (kind.msg.dump)(msg))
+            {
                 shown.push_str(" {{");
                 shown.push_str(&d.lines().collect::<Vec<_>>().join("; "));
                 shown.push_str("}}");

@@ -157,10 +157,21 @@ impl<T> Sources<T> {
     /// offers when the executable describes it: what the engine uses when
     /// the model does not choose.
     pub fn best_or_typed(&self) -> Option<(FingerprintMode, HashFn<T>)> {
+        self.best_or_walk(typed::available::<T>, typed::typed_hash::<T>)
+    }
+
+    /// [`Sources::best_or_typed`] with the typed walk given: whether it
+    /// describes the type, and the walk (the engine's, for a type it knows
+    /// only by these; see `engine::erased`).
+    pub(crate) fn best_or_walk(
+        &self,
+        available: fn() -> Result<(), String>,
+        walk: HashFn<T>,
+    ) -> Option<(FingerprintMode, HashFn<T>)> {
         self.best().or_else(|| {
-            typed::available::<T>()
+            available()
                 .is_ok()
-                .then_some((FingerprintMode::Typed, typed::typed_hash::<T> as HashFn<T>))
+                .then_some((FingerprintMode::Typed, walk))
         })
     }
 }

@@ -132,7 +132,10 @@ impl NetworkConfig {
 }
 
 /// A message in flight.
+/// `repr(C)`: the engine, which does not know `M`, reads the link and
+/// the key at the start of each entry (see `engine::erased`).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct InFlight<M> {
     pub(crate) to: u32,
     pub(crate) from: u32,
@@ -143,7 +146,10 @@ pub(crate) struct InFlight<M> {
 }
 
 /// The environment's state.
+/// `repr(C)`: its layout is the same for every message and shared type
+/// (see `engine::erased`).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Env<M, S> {
     pub(crate) fifo: bool,
     pub(crate) msgs: Vec<InFlight<M>>,

@@ -254,6 +254,7 @@ impl<P: Process> fmt::Debug for HashFns<P> {
 }
 
 /// The context of a running handler: who it is, the network, the timers.
+#[repr(C)] // the same layout for every `P` (see `engine::erased`)
 pub struct Ctx<'a, P: Process> {
     pub(crate) me: usize,
     pub(crate) count: usize,
@@ -274,6 +275,7 @@ impl<P: Process> fmt::Debug for Ctx<'_, P> {
 
 /// What a guard sees besides its process: read-only facts about the
 /// environment.
+#[repr(C)] // the same layout for every `P` (see `engine::erased`)
 pub struct View<'a, P: Process> {
     pub(crate) me: usize,
     pub(crate) count: usize,

@@ -219,9 +219,9 @@ impl InvariantEntry {
 
 inventory::collect!(InvariantEntry);
 
-/// The registered global invariants over `World<P>`, as (name, check).
-pub(crate) fn invariants_for<P: Process>() -> Vec<(&'static str, ErasedCheck)> {
-    let want = TypeId::of::<P>();
+/// The registered global invariants of the process type `want`, as
+/// (name, check).
+pub(crate) fn invariants_of(want: TypeId) -> Vec<(&'static str, ErasedCheck)> {
     let mut all: Vec<_> = inventory::iter::<InvariantEntry>
         .into_iter()
         .filter(|e| (e.process)() == want && e.kind.is_none())
@@ -231,10 +231,9 @@ pub(crate) fn invariants_for<P: Process>() -> Vec<(&'static str, ErasedCheck)> {
     all
 }
 
-/// The registered `sometimes` and `eventually` properties over
-/// `World<P>`, as (name, kind, check), by name.
-pub(crate) fn properties_for<P: Process>() -> Vec<(&'static str, PropertyKind, ErasedCheck)> {
-    let want = TypeId::of::<P>();
+/// The registered `sometimes` and `eventually` properties of the process
+/// type `want`, as (name, kind, check), by name.
+pub(crate) fn properties_of(want: TypeId) -> Vec<(&'static str, PropertyKind, ErasedCheck)> {
     let mut all: Vec<_> = inventory::iter::<InvariantEntry>
         .into_iter()
         .filter(|e| (e.process)() == want)
@@ -249,7 +248,7 @@ pub(crate) fn run_erased<P: Process>(
     check: unsafe fn(*const ()) -> Check,
     world: &World<'_, P>,
 ) -> Check {
-    // SAFETY: `invariants_for::<P>` returned `check` only for entries whose
+    // SAFETY: `invariants_of` returned `check` only for entries whose
     // process type is `P`, and the macro generates a `check` that reads its
     // argument as `&World<'_, P>`.
     unsafe { check(world as *const World<'_, P> as *const ()) }

@@ -235,6 +235,9 @@ pub struct Model<P: Process> {
     /// Sequences whose order is not part of a state's meaning: (type
     /// name, field names) (see [`Model::unordered_in`]).
     pub(crate) unordered: Vec<(String, Vec<String>)>,
+    /// The erased model's process type (an `engine::erased::Kind`), in a
+    /// model the engine runs; `None` in the user's.
+    pub(crate) erased: Option<Box<dyn std::any::Any>>,
 }
 
 /// A group of interchangeable processes: their indices and their
@@ -320,6 +323,7 @@ impl<P: Process> Model<P> {
             typed_ids: Vec::new(),
             hidden: Vec::new(),
             unordered: Vec::new(),
+            erased: None,
         }
     }
 

@@ -7,6 +7,7 @@ use crate::model::env::Env;
 use crate::model::process::Process;
 
 /// Every process of the current state, and the environment.
+#[repr(C)] // the same layout for every `P` (see `engine::erased`)
 pub struct World<'a, P: Process> {
     pub(crate) procs: &'a [*mut P],
     pub(crate) env: &'a Env<P::Msg, P::Shared>,

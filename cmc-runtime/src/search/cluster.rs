@@ -32,11 +32,11 @@
 //! violation needs it, by asking the processes along the links, in rounds
 //! of exchanges, after the search ([`Search::resolve_traces`]).
 
+use crate::engine::erased::Erased as P;
 use crate::engine::isolate;
 use crate::engine::trace::{Reached, Violation, ViolationRecord};
 use crate::engine::{Event, RawStep, ENV, LINK};
 use crate::memory::{Fingerprint, StateId};
-use crate::model::Process;
 use crate::sys::scope::system_scope;
 
 use super::frontier::Item;
@@ -132,7 +132,7 @@ fn split_link(mut steps: Vec<RawStep>) -> (Option<(u32, u32)>, Vec<RawStep>) {
     }
 }
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     /// The states the search found, across processes as far as this one
     /// knows (at the last exchange).
     pub(super) fn cluster_unique(&self) -> u64 {

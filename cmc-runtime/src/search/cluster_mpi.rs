@@ -9,6 +9,7 @@
 //! isolated check (the harness that `mpirun` started forks it), which
 //! makes no MPI call before it and none after it returns.
 
+use crate::engine::erased::Erased as P;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -19,7 +20,7 @@ use mpi::Count;
 
 use crate::engine::trace::CheckResult;
 use crate::engine::CheckError;
-use crate::model::{Model, Process, PropertyKind, Strategy};
+use crate::model::{Model, PropertyKind, Strategy};
 
 use super::partition::{Collective, Part};
 
@@ -168,7 +169,7 @@ fn same_layout(net: &dyn Collective) -> Result<(), CheckError> {
 }
 
 /// What a search across processes does not do yet.
-fn refuse<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
+fn refuse(model: &Model<P>) -> Result<(), CheckError> {
     let no = |what: &str| {
         Err(CheckError::Model(format!(
             "model `{}`: {what} does not run across processes yet (use --jobs on one machine)",
@@ -192,7 +193,7 @@ fn refuse<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
 
 /// Checks `model` as one process of a search across the processes of an
 /// MPI job: every process returns the merged result.
-pub(super) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+pub(super) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     super::searcher::settings(model)?;
     refuse(model)?;

@@ -3,6 +3,7 @@
 //! each run as one transition whose successor is deduplicated, checked and
 //! put on the frontier; the determinism check's repeated runs.
 
+use crate::engine::erased::Erased as P;
 use crate::engine::isolate;
 use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::engine::{
@@ -11,7 +12,6 @@ use crate::engine::{
 use crate::memory::Fingerprint;
 use crate::memory::{ArenaId, StateId, TableId};
 use crate::model::ctx;
-use crate::model::Process;
 
 use super::frontier::Item;
 use super::searcher::Search;
@@ -19,7 +19,7 @@ use super::sleep::Sleeper;
 use super::transition_cache::Known;
 use crate::model::por::Footprint;
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     pub(super) fn expand(&mut self, item: &Item) {
         // With the caches, the state is loaded only when an event has to
         // run (see `transition_cache`); the events of its processes come from the
@@ -953,7 +953,7 @@ impl<P: Process> Search<'_, '_, P> {
 
 // The symmetry check (see `twins`): twins noted as they are generated,
 // compared after the expansion.
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     /// Cuts the search tree back to its first `len` nodes (a depth-first
     /// search's finished subtrees), forgetting the states kept there.
     pub(super) fn truncate_tree(&mut self, len: usize) {
@@ -1113,7 +1113,7 @@ fn guard_sample() -> GuardSample {
 
 /// The violation of guards that enabled `events`, then `again` when
 /// evaluated again (`when`).
-fn guards_differ<P: Process>(
+fn guards_differ(
     e: &Engine<'_, P>,
     events: &[Event],
     again: &Result<Vec<Event>, ViolationRecord>,

@@ -24,18 +24,19 @@ mod transition_cache;
 mod twins;
 mod walk;
 
+use crate::engine::erased::Erased as P;
 use std::time::Instant;
 
 use crate::engine::isolate::{self, ChildEnd};
 use crate::engine::trace::CheckResult;
 use crate::engine::CheckError;
-use crate::model::{Model, Process};
+use crate::model::Model;
 
 use searcher::{ended_result, search, settings};
 
 /// Checks a model (with several worker processes when `model.jobs` asks
 /// for them).
-pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     if model.cluster {
         return across_processes(model);
     }
@@ -48,7 +49,7 @@ pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckEr
 /// [`check`] in a child process: a crash, an exit or a hang in user code
 /// becomes a violation with its trace; the violations found before it and
 /// the statistics so far are kept.
-pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+pub(crate) fn check_isolated(model: &Model<P>) -> Result<CheckResult, CheckError> {
     if model.workers() > 1 && !model.cluster {
         return parallel::check(model);
     }
@@ -98,7 +99,7 @@ pub(crate) fn check_isolated<P: Process>(model: &Model<P>) -> Result<CheckResult
 }
 
 /// One process's part of a search across processes (see `cluster`).
-fn across_processes<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+fn across_processes(model: &Model<P>) -> Result<CheckResult, CheckError> {
     if model.workers() > 1 {
         return Err(CheckError::Model(format!(
             "model `{}`: a search across processes runs one worker in each process for now \

@@ -26,19 +26,20 @@
 //! from seeds of their own, counts its walks together, and merges the
 //! sketches of the states it saw.
 
+use crate::engine::erased::Erased as P;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::engine::isolate::{self, ChildEnd};
 use crate::engine::trace::{CheckResult, Stats, Verdict, ViolationKind, ViolationRecord};
 use crate::engine::{CheckError, ENV};
-use crate::model::{Model, Process, Strategy};
+use crate::model::{Model, Strategy};
 
 use super::coord::*;
 use super::frontier::{Frontier, Item};
 use super::searcher::Search;
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     /// A depth-first (or random-order) worker: its own stack, work from the
     /// others when it runs dry, work for the others when they do.
     pub(super) fn run_shared_stack(&mut self, par: Par<'_>) {
@@ -274,7 +275,7 @@ impl<P: Process> Search<'_, '_, P> {
 
 /// Checks `model` with `model.jobs` worker processes (see the module
 /// documentation).
-pub(crate) fn check<P: Process>(model: &Model<P>) -> Result<CheckResult, CheckError> {
+pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     super::searcher::settings(model)?;
     let jobs = model.workers();
@@ -407,7 +408,7 @@ fn fault_for(worker: usize) {
 /// One result from the workers' results: their violations (each distinct
 /// one once, with its shortest trace), their figures added up, the
 /// gravest verdict.
-pub(super) fn merge<P: Process>(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
+pub(super) fn merge(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
     let mut stats = Stats::default();
     let mut violations: Vec<crate::engine::trace::Violation> = Vec::new();
     let mut reached: Vec<crate::engine::trace::Reached> = Vec::new();

@@ -26,13 +26,14 @@
 //! back (a *lasso*, `Trace::loop_start` marks where the cycle begins), or
 //! the path to the state without successor.
 
+use crate::engine::erased::Erased as P;
 use std::collections::{HashMap, VecDeque};
 
 use crate::engine::isolate;
 use crate::engine::trace::{Reached, ViolationKind, ViolationRecord};
 use crate::engine::{next_script, Event, RawStep, ENV};
 use crate::memory::{Fingerprint, StateId};
-use crate::model::{Process, PropertyKind};
+use crate::model::PropertyKind;
 
 use super::searcher::Search;
 
@@ -183,7 +184,7 @@ impl Graph {
     }
 }
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     /// Evaluates the `sometimes` properties not reached yet in `state`
     /// (loaded, at `node`), keeping a witness for each that holds.
     pub(super) fn note_sometimes(&mut self, node: u32, state: StateId) {

@@ -3,6 +3,8 @@
 //! (`expand`, `walk`, `properties`) and the parallel workers' methods
 //! (`parallel`) are `impl Search` blocks of their own files.
 
+use crate::engine::erased::kind_of;
+use crate::engine::erased::Erased as P;
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -16,7 +18,7 @@ use crate::engine::{
     SetupFailure, ENV,
 };
 use crate::identity::visited::Visited;
-use crate::model::{Model, Process, Strategy};
+use crate::model::{Model, Strategy};
 use crate::sys::scope::system_scope;
 
 use super::coord::Par;
@@ -25,7 +27,7 @@ use super::frontier::{Frontier, Item};
 /// A search in progress: the engine it drives, the visited set, the
 /// frontier, the statistics, what bounded or interrupted it, and the
 /// violations found.
-pub(super) struct Search<'e, 'm, P: Process> {
+pub(super) struct Search<'e, 'm, P: crate::model::Process> {
     pub(super) engine: &'e mut Engine<'m, P>,
     pub(super) visited: Seen<'e>,
     /// This worker's place in a parallel search, if it is one.
@@ -173,7 +175,7 @@ impl Seen<'_> {
     }
 }
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     pub(super) fn visited_bytes(&self) -> usize {
         self.explored_bytes
             + self.engine.links_bytes()
@@ -631,7 +633,7 @@ impl<P: Process> Search<'_, '_, P> {
 
 /// Settings that cannot make a search: a random walk with nothing to end
 /// it.
-pub(super) fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
+pub(super) fn settings(model: &Model<P>) -> Result<(), CheckError> {
     let b = &model.bounds;
     if model.strategy == Strategy::BestFirst && model.priority.is_none() {
         return Err(CheckError::Model(format!(
@@ -652,7 +654,7 @@ pub(super) fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
             }
         )));
     }
-    let registered = crate::model::registered::invariants_for::<P>();
+    let registered = kind_of(model).registered_invariants();
     for name in &model.without {
         if !registered.iter().any(|(n, _)| n == name) {
             return Err(CheckError::Model(format!(
@@ -709,7 +711,7 @@ pub(super) fn settings<P: Process>(model: &Model<P>) -> Result<(), CheckError> {
 
 /// Checks a model in this process, alone or as one worker of a parallel
 /// search.
-pub(super) fn search<P: Process>(
+pub(super) fn search(
     model: &Model<P>,
     par: Option<Par<'_>>,
     liveness_only: bool,
@@ -951,7 +953,7 @@ pub(super) fn search<P: Process>(
 
 /// After a complete search, every `sometimes` property that was never
 /// reached is a violation.
-pub(super) fn never_reached<P: Process>(model: &Model<P>, result: &mut CheckResult) {
+pub(super) fn never_reached(model: &Model<P>, result: &mut CheckResult) {
     if !result.stats.complete {
         return;
     }
@@ -984,7 +986,7 @@ pub(super) fn never_reached<P: Process>(model: &Model<P>, result: &mut CheckResu
 /// The result of a check whose child ended without one: the violations it
 /// streamed, the crash (or hang, or exit) with the trace that led to it,
 /// its last published statistics.
-pub(super) fn ended_result<P: Process>(
+pub(super) fn ended_result(
     model: &Model<P>,
     watch: isolate::Watch,
     ended: Box<isolate::Ended>,

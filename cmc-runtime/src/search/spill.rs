@@ -12,12 +12,12 @@
 //! directory otherwise), removed with the frontier. A file that cannot be
 //! written or read is cmc's own failure, never the checked code's.
 
+use crate::engine::erased::Erased as P;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use crate::engine::Engine;
 use crate::memory::StateId;
-use crate::model::Process;
 
 /// An entry of the frontier: its node of the search tree, its depth and
 /// its state.
@@ -33,7 +33,7 @@ pub(crate) trait StateIo {
     fn release_state(&mut self, state: StateId);
 }
 
-impl<P: Process> StateIo for Engine<'_, P> {
+impl StateIo for Engine<'_, P> {
     fn export_state(&self, state: StateId, prev: Option<StateId>, out: &mut Vec<u8>) {
         self.export(state, prev, out);
     }

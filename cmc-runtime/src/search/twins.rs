@@ -12,11 +12,12 @@
 //! twin of them once. `CMC_SYMMETRY_SAMPLE=off` keeps none, to price the
 //! sample.
 
+use crate::engine::erased::Erased as P;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::engine::{Engine, RawStep};
 use crate::memory::{Fingerprint, StateId};
-use crate::model::{Process, SymmetryCheck};
+use crate::model::SymmetryCheck;
 
 const KEEP_SAMPLED: usize = 4096;
 pub(super) const CHECK_SAMPLED: u64 = 256;
@@ -83,7 +84,7 @@ impl Twins {
 
     /// Keeps `state`, new in the visited set as `orbit` at `node`, if the
     /// sample still takes states.
-    pub(super) fn keep<P: Process>(
+    pub(super) fn keep(
         &mut self,
         e: &mut Engine<'_, P>,
         orbit: Fingerprint,
@@ -115,7 +116,7 @@ impl Twins {
 
     /// Forgets the states kept at search-tree nodes from `len` on (the
     /// tree was cut back: their paths are gone).
-    pub(super) fn forget_from<P: Process>(&mut self, len: usize, e: &mut Engine<'_, P>) {
+    pub(super) fn forget_from(&mut self, len: usize, e: &mut Engine<'_, P>) {
         let Ok(len) = u32::try_from(len) else {
             return;
         };
@@ -127,7 +128,7 @@ impl Twins {
     }
 
     /// Gives back every state held.
-    pub(super) fn release<P: Process>(&mut self, e: &mut Engine<'_, P>) {
+    pub(super) fn release(&mut self, e: &mut Engine<'_, P>) {
         for (_, k) in self.kept.drain() {
             e.release(k.state);
         }

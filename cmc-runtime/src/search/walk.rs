@@ -49,6 +49,7 @@
 //! had been in, the loop is cut, then steps are dropped while the violation
 //! still occurs.
 
+use crate::engine::erased::Erased as P;
 use std::collections::HashMap;
 
 use rand::rngs::SmallRng;
@@ -59,7 +60,7 @@ use crate::engine::isolate;
 use crate::engine::trace::{ViolationKind, ViolationRecord};
 use crate::engine::{next_script, Event, RawStep, ENV};
 use crate::memory::{Fingerprint, StateId};
-use crate::model::{Process, DEFAULT_WALK_DEPTH};
+use crate::model::DEFAULT_WALK_DEPTH;
 
 use super::novelty::{Corpus, Explored};
 use super::searcher::Search;
@@ -139,7 +140,7 @@ enum Ran {
     Violation,
 }
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     /// Walks until a bound, a violation or an interruption stops the
     /// search. `root` is the initial state's node, `initial` its
     /// fingerprint.
@@ -801,7 +802,7 @@ impl<P: Process> Search<'_, '_, P> {
     }
 }
 
-impl<P: Process> Search<'_, '_, P> {
+impl Search<'_, '_, P> {
     /// Reports a violation a walk found, by `steps` (loops already cut),
     /// after dropping every single step without which it still occurs.
     fn report_walk(&mut self, root: u32, steps: Vec<RawStep>, record: ViolationRecord) {
