@@ -275,6 +275,27 @@ fn a_seeded_raft_bug_is_found_across_processes_with_a_shortest_trace_that_replay
 }
 
 /// The processes whose command line names `needle`: (pid, parent pid).
+/// The parent of process `pid` (0 when it is gone).
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // pid (comm) state ppid ...
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether process `pid` is `root` or one of its descendants.
+fn descends_from(mut pid: u32, root: u32) -> bool {
+    while pid > 1 {
+        if pid == root {
+            return true;
+        }
+        pid = parent_of(pid);
+    }
+    false
+}
+
 fn processes_named(needle: &str) -> Vec<(u32, u32)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -289,14 +310,7 @@ fn processes_named(needle: &str) -> Vec<(u32, u32)> {
         if !cmdline.contains(needle) || !cmdline.starts_with('/') || cmdline.contains("cargo-cmc") {
             continue;
         }
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // pid (comm) state ppid ...
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
-        found.push((pid, ppid));
+        found.push((pid, parent_of(pid)));
     }
     found
 }
@@ -340,7 +354,12 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
     let model = "two_phase_commit::two_phase_commit_8";
     let start = Instant::now();
     let searches = loop {
-        let all = processes_named(model);
+        // Only this run's: another test may check the same model at the
+        // same time.
+        let all: Vec<(u32, u32)> = processes_named(model)
+            .into_iter()
+            .filter(|&(pid, _)| descends_from(pid, child.id()))
+            .collect();
         let searches: Vec<u32> = all
             .iter()
             .filter(|(_, ppid)| all.iter().any(|(p, _)| p == ppid))
