@@ -86,8 +86,11 @@ pub(crate) struct CheckArgs {
     /// on the hosts a hostfile or a scheduler gives it): each owns a part
     /// of the visited set, expands the states it owns, and sends the
     /// others theirs; the counts are those of one process, and traces stay
-    /// shortest. Breadth-first search only, one worker per process. Needs
-    /// Open MPI (`bash scripts/install-mpi.sh`).
+    /// shortest. With --strategy walk, a swarm: each process walks from a
+    /// seed of its own, the first violation anywhere stops them all, and
+    /// --walks bounds the swarm's walks in all. Breadth-first search or
+    /// walks, one worker per process. Needs Open MPI (`bash
+    /// scripts/install-mpi.sh`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub(crate) processes: Option<u64>,
     /// With --strategy walk: plain random walks, one random event at a
@@ -311,9 +314,10 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
     if args.processes.is_some() {
         match args.strategy {
             None | Some(StrategyArg::Bfs) => o.strategy = Some(Strategy::Bfs),
+            Some(StrategyArg::Walk) => o.strategy = Some(Strategy::Walk),
             Some(_) => anyhow::bail!(
-                "--processes runs a breadth-first search across processes: give --strategy bfs \
-                 or leave --strategy out"
+                "--processes runs a breadth-first search or a swarm of random walks across \
+                 processes: give --strategy bfs or walk, or leave --strategy out"
             ),
         }
         if args.jobs.is_some_and(|j| j > 1) {

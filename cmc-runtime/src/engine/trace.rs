@@ -813,14 +813,14 @@ impl CheckResult {
             Some(_) => format!("{walks} (one state per orbit)"),
             None => walks,
         };
-        let walks = if self.stats.processes > 0 {
-            format!(
-                "{walks} processes={} sent/state={:.0}B",
-                self.stats.processes,
+        // A swarm of walks across processes sends no states.
+        let walks = match (self.stats.processes, self.stats.walks) {
+            (0, _) => walks,
+            (p, 0) => format!(
+                "{walks} processes={p} sent/state={:.0}B",
                 self.stats.sent_bytes as f64 / self.stats.unique.max(1) as f64
-            )
-        } else {
-            walks
+            ),
+            (p, _) => format!("{walks} processes={p}"),
         };
         format!(
             "cmc: {} {} unique={} transitions={} depth={} time={:.2}s{walks}",

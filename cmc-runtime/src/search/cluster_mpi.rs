@@ -176,7 +176,7 @@ fn refuse(model: &Model<P>) -> Result<(), CheckError> {
             model.name
         )))
     };
-    if model.strategy != Strategy::Bfs {
+    if !matches!(model.strategy, Strategy::Bfs | Strategy::Walk) {
         return no(&format!("the {:?} strategy", model.strategy));
     }
     if model.por {
@@ -205,10 +205,28 @@ pub(super) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     });
     same_layout(&*net)?;
     let size = net.size();
-    let result = super::searcher::search(model, None, false, Some(Part::new(net.clone())));
+    let (result, sketch) = if model.strategy == Strategy::Walk {
+        let swarm = super::swarm::Swarm::new(net.clone());
+        let sketch = swarm.sketch.clone();
+        let result = super::searcher::search(model, None, false, None, Some(swarm));
+        let sketch = sketch.take();
+        (result, sketch)
+    } else {
+        let part = Part::new(net.clone());
+        (
+            super::searcher::search(model, None, false, Some(part), None),
+            None,
+        )
+    };
     let text = serde_json::to_string(&result.map_err(|e| e.to_string()))
         .expect("a result always serialises");
     let all = net.all_gather(text.as_bytes());
+    // A swarm's processes saw states in common: their sketches merged
+    // count each once.
+    // Every process takes part in the gathering (one whose walks never
+    // started gives an empty sketch).
+    let sketches =
+        (model.strategy == Strategy::Walk).then(|| net.all_gather(&sketch.unwrap_or_default()));
     drop(net);
     // MPI ends here (the universe's drop), before the process exits.
     drop(universe);
@@ -222,6 +240,12 @@ pub(super) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let complete = parts.iter().all(|p| p.stats.complete);
     let mut merged = super::parallel::merge(model, parts);
     merged.stats.complete = complete;
+    if let Some(sketches) = sketches {
+        let all = super::sketch::Sketch::union(
+            sketches.iter().filter(|s| !s.is_empty()).map(Vec::as_slice),
+        );
+        merged.stats.unique = all.estimate();
+    }
     super::searcher::never_reached(model, &mut merged);
     merged.stats.elapsed = start.elapsed();
     merged.stats.processes = size;

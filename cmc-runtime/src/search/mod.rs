@@ -20,6 +20,7 @@ mod searcher;
 mod sketch;
 mod sleep;
 mod spill;
+mod swarm;
 mod transition_cache;
 mod twins;
 mod walk;
@@ -43,7 +44,7 @@ pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     if model.workers() > 1 {
         return parallel::check(model);
     }
-    search(model, None, false, None)
+    search(model, None, false, None, None)
 }
 
 /// [`check`] in a child process: a crash, an exit or a hang in user code

@@ -318,8 +318,8 @@ pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
                 coord: &coord,
                 worker,
             };
-            let result =
-                super::searcher::search(model, Some(par), false, None).map_err(|e| e.to_string());
+            let result = super::searcher::search(model, Some(par), false, None, None)
+                .map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         },
         || coord.halt(),
@@ -351,7 +351,7 @@ pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
         // it, as a one-worker search would after its search.
         let live = match isolate::run_in_child(watch, || {
             let result =
-                super::searcher::search(model, None, true, None).map_err(|e| e.to_string());
+                super::searcher::search(model, None, true, None, None).map_err(|e| e.to_string());
             serde_json::to_string(&result).expect("a result always serialises")
         })
         .map_err(|e| CheckError::Isolation(format!("cannot start the liveness check: {e}")))?

@@ -118,6 +118,9 @@ pub(super) struct Search<'e, 'm, P: crate::model::Process> {
     pub(super) twin_path: Vec<crate::engine::trace::PathRun>,
     /// This process's side of a search across processes, if it is one.
     pub(super) cluster: Option<super::partition::Part>,
+    /// This process's part in a swarm of walks across processes (see
+    /// `search::swarm`).
+    pub(super) swarm: Option<super::swarm::Swarm>,
 }
 
 /// Fingerprints to the smallest depth their state was reached at.
@@ -304,6 +307,15 @@ impl Search<'_, '_, P> {
                 "the workers' shared visited set has no room left".to_string()
             });
             return true;
+        }
+        if let Some(swarm) = &mut self.swarm {
+            let found = !self.violations.is_empty() && !self.engine.model().keep_going;
+            if swarm.poll(self.stats.walks, found) && !found {
+                // Another process found a violation, or stopped: it says
+                // so in its own result.
+                self.halted = true;
+                return true;
+            }
         }
         if let Some(par) = self.par {
             if par.coord.halted() {
@@ -716,6 +728,7 @@ pub(super) fn search(
     par: Option<Par<'_>>,
     liveness_only: bool,
     cluster: Option<super::partition::Part>,
+    swarm: Option<super::swarm::Swarm>,
 ) -> Result<CheckResult, CheckError> {
     let start = Instant::now();
     settings(model)?;
@@ -841,6 +854,7 @@ pub(super) fn search(
             && par.is_none())
         .then(DepthMap::default),
         cluster,
+        swarm,
         engine: &mut engine,
     };
     if search.cluster.is_some() {

@@ -27,6 +27,26 @@ impl Sketch {
         *r = (*r).max(rank);
     }
 
+    /// The sketch of what `sketches` (registers of sketches) saw together.
+    #[cfg_attr(
+        not(feature = "cluster"),
+        allow(dead_code, reason = "the MPI search calls it (feature `cluster`)")
+    )]
+    pub(super) fn union<'a>(sketches: impl IntoIterator<Item = &'a [u8]>) -> Sketch {
+        let mut all = Sketch::new();
+        for registers in sketches {
+            assert_eq!(
+                registers.len(),
+                all.registers.len(),
+                "sketches of the same size"
+            );
+            for (a, &r) in all.registers.iter_mut().zip(registers) {
+                *a = (*a).max(r);
+            }
+        }
+        all
+    }
+
     pub(super) fn estimate(&self) -> u64 {
         let m = self.registers.len() as f64;
         let alpha = 0.7213 / (1.0 + 1.079 / m);

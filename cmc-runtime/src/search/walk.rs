@@ -148,8 +148,11 @@ impl Search<'_, '_, P> {
         let model = self.engine.model();
         // A swarm: each worker of a parallel search walks from a seed of
         // its own (the first from the model's).
-        let seed = match self.par {
-            Some(par) if par.worker > 0 => model.seed ^ crate::sys::hash::fmix64(par.worker as u64),
+        let seed = match (self.par, &self.swarm) {
+            (Some(par), _) if par.worker > 0 => {
+                model.seed ^ crate::sys::hash::fmix64(par.worker as u64)
+            }
+            (_, Some(swarm)) => swarm.seed(model.seed),
             _ => model.seed,
         };
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -164,6 +167,12 @@ impl Search<'_, '_, P> {
         if let Some(par) = self.par {
             par.coord.add_sketch(&sketch);
         }
+        if let Some(swarm) = &mut self.swarm {
+            *swarm.sketch.borrow_mut() = Some(sketch.registers.clone());
+            // The others may still be walking: they stop at the next
+            // meeting, which this one's stop raises.
+            swarm.finish(self.stats.walks);
+        }
     }
 
     /// Whether the walk bound stops the search before the next walk;
@@ -174,13 +183,18 @@ impl Search<'_, '_, P> {
             Some(par) => par.coord.start_walk(),
             None => self.stats.walks,
         };
-        if let Some(w) = self
+        // Across processes, each walks its share of the bound.
+        let bound = self
             .engine
             .model()
             .bounds
             .max_walks
-            .filter(|&w| started >= w)
-        {
+            .map(|w| match &self.swarm {
+                Some(swarm) => swarm.share(w),
+                None => w,
+            });
+        if let Some(w) = bound.filter(|&w| started >= w) {
+            let w = self.engine.model().bounds.max_walks.unwrap_or(w);
             self.bounded = true;
             self.bounded_by = Some(format!("the walk bound ({w} walks) was reached"));
             return false;
