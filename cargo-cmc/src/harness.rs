@@ -518,6 +518,12 @@ impl Harness {
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let file = dir.join(format!("{}.jsonl", std::process::id()));
         std::fs::write(&file, b"").with_context(|| format!("cannot write {}", file.display()))?;
+        // Where the processes note the violations they find, which a run
+        // that fails before their traces are built still reports.
+        let found = dir.join(format!("{}.found", std::process::id()));
+        let _ = std::fs::remove_dir_all(&found);
+        std::fs::create_dir_all(&found)
+            .with_context(|| format!("cannot create {}", found.display()))?;
         let launcher = std::env::var_os("CMC_MPIRUN").unwrap_or_else(|| "mpirun".into());
         let mut cmd = Command::new(&launcher);
         cmd.args(["-n", &n.to_string()])
@@ -542,6 +548,10 @@ impl Harness {
             (
                 "CMC_PROTOCOL_FILE".to_string(),
                 file.clone().into_os_string(),
+            ),
+            (
+                "CMC_CLUSTER_FOUND".to_string(),
+                found.clone().into_os_string(),
             ),
         ];
         for (k, v) in env {
@@ -585,6 +595,7 @@ impl Harness {
         let mut pending = Vec::new();
         let mut failure = None;
         let mut callback_error = None;
+        let mut progress = None;
         let mut take = |pending: &mut Vec<u8>, last: bool| {
             use std::io::Read;
             let _ = protocol.read_to_end(pending);
@@ -610,6 +621,9 @@ impl Harness {
                         continue;
                     }
                 };
+                if value["type"] == "progress" {
+                    progress = Some(value["progress"].clone());
+                }
                 if value["type"] == "error" {
                     failure = Some(
                         value["message"]
@@ -636,16 +650,18 @@ impl Harness {
         take(&mut pending, true);
         HARNESS_GROUP.store(0, Ordering::Relaxed);
         let _ = std::fs::remove_file(&file);
+        let before = before_failure(&found, progress.as_ref());
+        let _ = std::fs::remove_dir_all(&found);
         if let Some(e) = callback_error {
             return Err(e);
         }
         if let Some(message) = failure {
-            bail!("{message}");
+            bail!("{message}{before}");
         }
         if !status.success() {
             bail!(
                 "the search across {n} processes of package `{}` failed ({status}); the \
-                 launcher says why above",
+                 launcher says why above{before}",
                 self.package
             );
         }
@@ -709,4 +725,51 @@ fn check_mpi() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What a search across processes that failed had done: the violations
+/// its processes noted in `found` (see the runtime's `CMC_CLUSTER_FOUND`),
+/// whose traces were not built, and the figures of process 0's last
+/// progress report. Empty when there is neither.
+fn before_failure(found: &Path, progress: Option<&Value>) -> String {
+    let mut out = String::new();
+    if let Some(p) = progress {
+        out.push_str(&format!(
+            "\nbefore it failed, the search had reached {} states, {} transitions, depth {} \
+             (its last progress report, {:.1} s in)",
+            p["unique"],
+            p["transitions"],
+            p["max_depth"],
+            p["elapsed_s"].as_f64().unwrap_or(0.0)
+        ));
+    }
+    let mut files: Vec<_> = std::fs::read_dir(found)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let mut seen = std::collections::BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let what = format!(
+                "{}: {}",
+                v["violation"]["property"].as_str().unwrap_or("?"),
+                v["violation"]["message"].as_str().unwrap_or("?")
+            );
+            if seen.insert(what.clone()) {
+                out.push_str(&format!(
+                    "\nprocess {} had found a violation (its trace, which runs through other \
+                     processes, was not built): {what}",
+                    v["process"]
+                ));
+            }
+        }
+    }
+    out
 }

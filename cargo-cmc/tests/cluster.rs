@@ -393,12 +393,23 @@ fn rank_of(pid: u32) -> Option<usize> {
 #[ignore = "Open MPI and a harness build with it (bash scripts/test.sh --full)"]
 fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
     let dir = example("two-phase-commit");
+    // The seeded bug, every violation kept (--keep-going): the search
+    // finds some within a second and goes on for a minute.
+    let seeded = [
+        "--features",
+        "bug-commit-without-all-prepared",
+        "--keep-going",
+    ];
     // Built first, so that the kill lands in the search.
     let warm = run(
         &dir,
-        &["check", "--processes", "2", "--model", "two_phase_commit_3"],
+        &[
+            &["check", "--processes", "2", "--model", "two_phase_commit_3"][..],
+            &seeded,
+        ]
+        .concat(),
     );
-    assert_eq!(warm.status.code(), Some(0), "{}", text(&warm.stderr));
+    assert_eq!(warm.status.code(), Some(1), "{}", text(&warm.stderr));
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cargo-cmc"))
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", target_dir())
@@ -411,6 +422,7 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
             "--model",
             "two_phase_commit_8",
         ])
+        .args(seeded)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -419,7 +431,7 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
     // search, a child of the harness: kill one search.
     let model = "two_phase_commit::two_phase_commit_8";
     let start = Instant::now();
-    let searches = loop {
+    let (ours, searches) = loop {
         // Only this run's: another test may check the same model at the
         // same time.
         let all: Vec<(u32, u32)> = processes_named(model)
@@ -432,7 +444,7 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
             .map(|&(pid, _)| pid)
             .collect();
         if searches.len() >= 3 || start.elapsed() > Duration::from_secs(120) {
-            break searches;
+            break (all, searches);
         }
         std::thread::sleep(Duration::from_millis(200));
     };
@@ -440,7 +452,8 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         searches.len() >= 3,
         "the searches did not start: {searches:?}"
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // Long enough for violations and a progress report.
+    std::thread::sleep(Duration::from_secs(3));
     let victim = searches[1];
     let rank = rank_of(victim).expect("a process of the MPI job");
     // SAFETY: kill(2) on a process of this test's making.
@@ -459,13 +472,29 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         )),
         "the culprit is named:\n{stderr}"
     );
-    // Nothing is left running.
+    // What the search had done is kept: the violations found (their
+    // traces run through the processes that ended) and the figures.
+    assert!(
+        stderr.contains("had found a violation")
+            && stderr.contains("consistency: ")
+            && stderr.contains("before it failed, the search had reached"),
+        "the violations found and the figures are reported:\n{stderr}"
+    );
+    // Nothing of this run is left running.
     let start = Instant::now();
-    while !processes_named(model).is_empty() {
+    let alive = || {
+        ours.iter()
+            .filter(|(pid, _)| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(model))
+            })
+            .count()
+    };
+    while alive() > 0 {
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "processes left: {:?}",
-            processes_named(model)
+            "processes left: {} of {ours:?}",
+            alive()
         );
         std::thread::sleep(Duration::from_millis(200));
     }

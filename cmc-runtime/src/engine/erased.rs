@@ -68,6 +68,8 @@ impl Default for ErasedShared {
     }
 }
 
+// Not among the process types an error message suggests to a user.
+#[diagnostic::do_not_recommend]
 impl Process for Erased {
     type Msg = ErasedMsg;
     type Shared = ErasedShared;

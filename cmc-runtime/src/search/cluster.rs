@@ -346,6 +346,10 @@ impl Search<'_, '_, P> {
     /// whole.
     pub(super) fn defer(&mut self, steps: Vec<RawStep>, record: ViolationRecord, witness: bool) {
         let (link, steps) = split_link(steps);
+        if !witness {
+            let rank = self.cluster.as_ref().map_or(0, |c| c.rank);
+            note_found(rank, &record);
+        }
         self.cluster
             .as_mut()
             .expect("a search across processes")
@@ -442,6 +446,29 @@ impl Search<'_, '_, P> {
                 .cluster
                 .as_ref()
                 .is_some_and(|c| c.pending.iter().any(|p| !p.witness))
+    }
+}
+
+/// Notes a violation this process found in the file `cargo cmc` reads
+/// if the run fails before its trace is built (`CMC_CLUSTER_FOUND`, a
+/// directory; one file per process, a JSON line per violation): a process
+/// that dies takes its search's violations with it, and their traces
+/// need the other processes.
+fn note_found(rank: usize, record: &ViolationRecord) {
+    use std::io::Write;
+    let Some(dir) = std::env::var_os("CMC_CLUSTER_FOUND") else {
+        return;
+    };
+    let _sys = system_scope();
+    let path = std::path::Path::new(&dir).join(format!("found-{rank}.jsonl"));
+    let line = serde_json::json!({ "process": rank, "violation": record });
+    // A record that cannot be written is only a loss if the run fails.
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = writeln!(f, "{line}");
     }
 }
 
