@@ -762,7 +762,7 @@ fn before_failure(found: &Path, progress: Option<&Value>) -> String {
                 v["violation"]["property"].as_str().unwrap_or("?"),
                 v["violation"]["message"].as_str().unwrap_or("?")
             );
-            if seen.insert(what.clone()) {
+            if seen.insert(what.clone()) && seen.len() <= FOUND_SHOWN {
                 out.push_str(&format!(
                     "\nprocess {} had found a violation (its trace, which runs through other \
                      processes, was not built): {what}",
@@ -771,5 +771,14 @@ fn before_failure(found: &Path, progress: Option<&Value>) -> String {
             }
         }
     }
+    if seen.len() > FOUND_SHOWN {
+        out.push_str(&format!(
+            "\nand {} other violations found",
+            seen.len() - FOUND_SHOWN
+        ));
+    }
     out
 }
+
+/// The most violations of a failed run [`before_failure`] shows.
+const FOUND_SHOWN: usize = 10;

@@ -130,8 +130,22 @@ fn describe(p: &Progress) -> String {
     } else {
         String::new()
     };
+    // Across processes: the bytes sent per state, and the process the
+    // others wait for.
+    let across = if p.processes > 0 {
+        let slowest = p.slowest.map_or(String::new(), |(rank, load)| {
+            format!(" slowest=process {rank} ({load:.2}× the mean)")
+        });
+        format!(
+            " processes={} sent/state={:.0}B{slowest}",
+            p.processes,
+            p.sent_bytes as f64 / p.unique.max(1) as f64
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {}){disk}{symmetry}",
+        "unique={} states/s={:.0} depth={} frontier={} memory={}{budget} (visited {}, pages {}){disk}{symmetry}{across}",
         p.unique,
         rate,
         p.max_depth,
@@ -418,5 +432,37 @@ pub(crate) fn print_step(index: usize, step: &Step) {
             step.actor,
             after.replace('\n', "\n        ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(across: serde_json::Value) -> Progress {
+        let mut p = json!({
+            "model": "m", "unique": 1000, "transitions": 5000, "max_depth": 7,
+            "frontier": 10, "memory_bytes": 1 << 20, "elapsed_s": 2.0,
+        });
+        p.as_object_mut()
+            .unwrap()
+            .extend(across.as_object().unwrap().clone());
+        serde_json::from_value(p).unwrap()
+    }
+
+    #[test]
+    fn the_progress_line_across_processes_says_bytes_per_state_and_the_slowest() {
+        let one = describe(&progress(json!({})));
+        assert!(!one.contains("processes="), "{one}");
+        let across = describe(&progress(json!({
+            "processes": 4, "sent_bytes": 250_000, "slowest": [2, 1.5],
+        })));
+        assert!(
+            across.ends_with(" processes=4 sent/state=250B slowest=process 2 (1.50× the mean)"),
+            "{across}"
+        );
+        // Before the processes first compare their times.
+        let early = describe(&progress(json!({"processes": 2, "sent_bytes": 0})));
+        assert!(early.ends_with(" processes=2 sent/state=0B"), "{early}");
     }
 }

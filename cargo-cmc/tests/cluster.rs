@@ -66,12 +66,26 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 
 /// The JSON result objects of a check, by model.
 fn results(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let (found, _) = results_and_progress(dir, args);
+    found
+}
+
+/// The JSON result objects of a check, and its progress reports.
+fn results_and_progress(dir: &Path, args: &[&str]) -> (Vec<Value>, Vec<Value>) {
     let mut all = vec!["check", "--message-format", "json"];
     all.extend_from_slice(args);
     let out = run(dir, &all);
-    let found: Vec<Value> = text(&out.stdout)
+    let lines: Vec<Value> = text(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    let progress = lines
+        .iter()
+        .filter(|v| v["type"] == "progress")
+        .map(|v| v["progress"].clone())
+        .collect();
+    let found: Vec<Value> = lines
+        .into_iter()
         .filter(|v| v["type"] == "result")
         .collect();
     assert!(
@@ -80,7 +94,7 @@ fn results(dir: &Path, args: &[&str]) -> Vec<Value> {
         text(&out.stdout),
         text(&out.stderr)
     );
-    found
+    (found, progress)
 }
 
 /// (model, verdict, unique states, transitions) of each result.
@@ -520,7 +534,20 @@ fn a_search_too_big_for_one_process_budget_completes_across_four() {
         "{}",
         one[0]
     );
-    let four = results(&dir, &[&["--processes", "4"][..], &budget].concat());
+    let (four, progress) =
+        results_and_progress(&dir, &[&["--processes", "4"][..], &budget].concat());
     assert_eq!(four[0]["verdict"], "pass", "{}", four[0]);
     assert_eq!(four[0]["unique_states"], 1_745_408, "{}", four[0]);
+    // The progress reports of a search across processes: the processes,
+    // the bytes every process sent, and the one the others wait for.
+    let last = progress
+        .last()
+        .expect("progress reports of a minute's search");
+    assert_eq!(last["processes"], 4, "{last}");
+    assert!(last["sent_bytes"].as_u64().unwrap() > 0, "{last}");
+    let slowest = &last["slowest"];
+    assert!(
+        slowest[0].as_u64().is_some_and(|r| r < 4) && slowest[1].as_f64().is_some_and(|l| l >= 1.0),
+        "{last}"
+    );
 }

@@ -46,6 +46,10 @@ use super::searcher::{Search, Seen};
 /// States a process expands between two exchanges.
 pub(super) const ROUND: usize = 1024;
 
+/// Every how many rounds the processes compare the time they spent
+/// expanding (for the progress line's slowest process).
+const SLOWEST_EVERY: u64 = 4;
+
 fn put(out: &mut Vec<u8>, mut n: u64) {
     loop {
         let byte = (n & 0x7f) as u8;
@@ -185,6 +189,7 @@ impl Search<'_, '_, P> {
             loop {
                 let mut expanded = 0;
                 let mut stop = false;
+                let busy = std::time::Instant::now();
                 while expanded < ROUND
                     && self.frontier.front_depth(&mut *self.engine) == Some(level)
                 {
@@ -200,12 +205,22 @@ impl Search<'_, '_, P> {
                 }
                 stop |= self.stop_requested();
                 let more = self.frontier.front_depth(&mut *self.engine) == Some(level);
+                let part = self.cluster.as_mut().expect("a search across processes");
+                part.busy_us += busy.elapsed().as_micros() as u64;
                 self.exchange();
                 let part = self.cluster.as_mut().expect("a search across processes");
-                let totals = part
-                    .net
-                    .sum(&[u64::from(more), u64::from(stop), self.stats.unique]);
+                let totals = part.net.sum(&[
+                    u64::from(more),
+                    u64::from(stop),
+                    self.stats.unique,
+                    part.sent_bytes,
+                ]);
                 part.others_unique = totals[2] - self.stats.unique;
+                part.all_sent_bytes = totals[3];
+                part.rounds += 1;
+                if part.rounds % SLOWEST_EVERY == 0 {
+                    part.compare_busy();
+                }
                 if totals[1] > 0 {
                     if !stop {
                         // Another process found what ends the search, or

@@ -162,9 +162,38 @@ pub(crate) struct Part {
     pub(super) others_unique: u64,
     /// Imported states whose fingerprint was computed again here.
     pub(super) checked_imports: u64,
+    /// Rounds so far (the same in every process).
+    pub(super) rounds: u64,
+    /// Microseconds this process spent expanding since the processes last
+    /// compared theirs.
+    pub(super) busy_us: u64,
+    /// The bytes every process had sent at the last round.
+    pub(super) all_sent_bytes: u64,
+    /// The slowest process at the last comparison, and its time over the
+    /// mean (see `Progress::slowest`).
+    pub(super) slowest: Option<(usize, f64)>,
 }
 
 impl Part {
+    /// Compares the time each process spent expanding since the last
+    /// comparison (a collective: every process calls it at the same
+    /// round).
+    pub(super) fn compare_busy(&mut self) {
+        let all = self.net.all_gather(&self.busy_us.to_le_bytes());
+        self.busy_us = 0;
+        let busy: Vec<u64> = all
+            .iter()
+            .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes from each process")))
+            .collect();
+        let mean = busy.iter().sum::<u64>() as f64 / busy.len() as f64;
+        let (rank, &max) = busy
+            .iter()
+            .enumerate()
+            .max_by_key(|&(_, b)| *b)
+            .expect("at least one process");
+        self.slowest = (mean > 0.0).then(|| (rank, max as f64 / mean));
+    }
+
     #[cfg_attr(
         not(feature = "cluster"),
         allow(dead_code, reason = "its engine is a feature")
@@ -183,6 +212,10 @@ impl Part {
             received: 0,
             others_unique: 0,
             checked_imports: 0,
+            rounds: 0,
+            busy_us: 0,
+            all_sent_bytes: 0,
+            slowest: None,
         }
     }
 }

@@ -56,6 +56,19 @@ pub struct Progress {
     /// See `symmetric`.
     #[serde(default)]
     pub merged: u64,
+    /// Across processes (`--processes`): how many (0: one search in one
+    /// process).
+    #[serde(default)]
+    pub processes: usize,
+    /// Across processes: the bytes every process sent, as of the last
+    /// exchange.
+    #[serde(default)]
+    pub sent_bytes: u64,
+    /// Across processes: the process that spent the longest expanding
+    /// states in the last rounds (the others wait for it at each
+    /// exchange), and its time over the mean of all.
+    #[serde(default)]
+    pub slowest: Option<(usize, f64)>,
 }
 
 /// The resident memory of this process (RSS), in bytes, from

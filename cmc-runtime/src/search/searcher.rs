@@ -629,6 +629,9 @@ impl Search<'_, '_, P> {
                 None => 0,
             },
             merged: self.twins.as_ref().map_or(0, |t| t.merged),
+            processes: self.cluster.as_ref().map_or(0, |c| c.size),
+            sent_bytes: self.cluster.as_ref().map_or(0, |c| c.all_sent_bytes),
+            slowest: self.cluster.as_ref().and_then(|c| c.slowest),
         });
     }
 
