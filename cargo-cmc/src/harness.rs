@@ -337,6 +337,9 @@ static HARNESS_GROUP: AtomicI32 = AtomicI32::new(0);
 /// The signal that asked `cargo cmc` to stop (0: none).
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
 
+/// The launcher of a search across processes (`mpirun`), while it runs.
+static LAUNCHER: AtomicI32 = AtomicI32::new(0);
+
 extern "C" fn on_signal(signal: libc::c_int) {
     // Async-signal-safe: atomics and kill(2).
     CAUGHT.store(signal, Ordering::Relaxed);
@@ -344,6 +347,23 @@ extern "C" fn on_signal(signal: libc::c_int) {
     if group > 0 {
         // SAFETY: signals the harness's own process group.
         unsafe { libc::kill(-group, signal) };
+    }
+    stop_launched(signal);
+}
+
+/// Asks every process of a search across processes to stop as `signal`
+/// would: `mpirun` ends the job at SIGINT or SIGTERM, and passes SIGUSR1
+/// and SIGUSR2 on to each process, which the harness takes for them.
+fn stop_launched(signal: libc::c_int) {
+    let launcher = LAUNCHER.load(Ordering::Relaxed);
+    if launcher > 0 {
+        let passed = if signal == libc::SIGTERM {
+            libc::SIGUSR2
+        } else {
+            libc::SIGUSR1
+        };
+        // SAFETY: signals the launcher this process started.
+        unsafe { libc::kill(launcher, passed) };
     }
 }
 
@@ -585,10 +605,10 @@ impl Harness {
                 Path::new(&launcher).display()
             )
         })?;
-        HARNESS_GROUP.store(child.id() as i32, Ordering::Relaxed);
+        LAUNCHER.store(child.id() as i32, Ordering::Relaxed);
         if let Some(signal) = caught() {
-            // SAFETY: signals the launcher's own process group.
-            unsafe { libc::kill(-(child.id() as i32), signal) };
+            // A signal that came before the launcher existed.
+            stop_launched(signal);
         }
         let mut protocol = std::fs::File::open(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
@@ -648,7 +668,7 @@ impl Harness {
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
         take(&mut pending, true);
-        HARNESS_GROUP.store(0, Ordering::Relaxed);
+        LAUNCHER.store(0, Ordering::Relaxed);
         let _ = std::fs::remove_file(&file);
         let before = before_failure(&found, progress.as_ref());
         let _ = std::fs::remove_dir_all(&found);

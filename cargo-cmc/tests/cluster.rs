@@ -444,28 +444,7 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
     // The harness of each process (named by the model it checks) and its
     // search, a child of the harness: kill one search.
     let model = "two_phase_commit::two_phase_commit_8";
-    let start = Instant::now();
-    let (ours, searches) = loop {
-        // Only this run's: another test may check the same model at the
-        // same time.
-        let all: Vec<(u32, u32)> = processes_named(model)
-            .into_iter()
-            .filter(|&(pid, _)| descends_from(pid, child.id()))
-            .collect();
-        let searches: Vec<u32> = all
-            .iter()
-            .filter(|(_, ppid)| all.iter().any(|(p, _)| p == ppid))
-            .map(|&(pid, _)| pid)
-            .collect();
-        if searches.len() >= 3 || start.elapsed() > Duration::from_secs(120) {
-            break (all, searches);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert!(
-        searches.len() >= 3,
-        "the searches did not start: {searches:?}"
-    );
+    let (ours, searches) = searches_of(child.id(), model, 3);
     // Long enough for violations and a progress report.
     std::thread::sleep(Duration::from_secs(3));
     let victim = searches[1];
@@ -494,7 +473,39 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
             && stderr.contains("before it failed, the search had reached"),
         "the violations found and the figures are reported:\n{stderr}"
     );
-    // Nothing of this run is left running.
+    none_left(&ours, model);
+}
+
+/// The processes of the run `cargo cmc` (process `root`) started for
+/// `model` across `n` processes, once all `n` searches run: (pid, parent)
+/// of each harness and search, and the searches' pids. Only this run's:
+/// another test may check the same model at the same time.
+fn searches_of(root: u32, model: &str, n: usize) -> (Vec<(u32, u32)>, Vec<u32>) {
+    let start = Instant::now();
+    loop {
+        let all: Vec<(u32, u32)> = processes_named(model)
+            .into_iter()
+            .filter(|&(pid, _)| descends_from(pid, root))
+            .collect();
+        // A search is a child of a harness.
+        let searches: Vec<u32> = all
+            .iter()
+            .filter(|(_, ppid)| all.iter().any(|(p, _)| p == ppid))
+            .map(|&(pid, _)| pid)
+            .collect();
+        if searches.len() >= n {
+            return (all, searches);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the searches did not start: {searches:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Asserts that none of `ours` (see [`searches_of`]) is left running.
+fn none_left(ours: &[(u32, u32)], model: &str) {
     let start = Instant::now();
     let alive = || {
         ours.iter()
@@ -512,6 +523,49 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+#[ignore = "Open MPI and a harness build with it (bash scripts/test.sh --full)"]
+fn ctrl_c_stops_every_process_with_the_figures_so_far() {
+    let dir = example("two-phase-commit");
+    // Built first, so that the signal lands in the search.
+    let warm = run(
+        &dir,
+        &["check", "--processes", "2", "--model", "two_phase_commit_3"],
+    );
+    assert_eq!(warm.status.code(), Some(0), "{}", text(&warm.stderr));
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cargo-cmc"))
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level())
+        .args(["cmc", "check", "--processes", "3", "--model"])
+        .arg("two_phase_commit_8")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let model = "two_phase_commit::two_phase_commit_8";
+    let (ours, _) = searches_of(child.id(), model, 3);
+    std::thread::sleep(Duration::from_secs(2));
+    // What a terminal's Ctrl-C sends `cargo cmc` (mpirun runs in a group
+    // of its own).
+    // SAFETY: kill(2) on a process of this test's making.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // As in one process: the search stops with what it found so far.
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("stopped early: interrupted by SIGINT"),
+        "{stdout}"
+    );
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains(" interrupted unique=") && summary.contains(" processes=3 "),
+        "{stdout}"
+    );
+    none_left(&ours, model);
 }
 
 #[test]

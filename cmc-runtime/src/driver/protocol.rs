@@ -119,6 +119,9 @@ pub fn harness_main() -> i32 {
     // Ctrl-C and SIGTERM stop the search with what it found so far; and
     // this process does not outlive `cargo cmc`.
     crate::engine::isolate::catch_stop_signals();
+    if cluster_rank().is_some() {
+        crate::engine::isolate::catch_job_stop_signals();
+    }
     if cluster_rank().is_some_and(|r| r != 0) {
         // Only process 0 writes the protocol's file.
         std::env::remove_var("CMC_PROTOCOL_FILE");

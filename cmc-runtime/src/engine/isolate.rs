@@ -399,7 +399,7 @@ pub(crate) enum How {
     Abandoned,
 }
 
-pub(crate) use crate::sys::process::{catch_stop_signals, stop_signal};
+pub(crate) use crate::sys::process::{catch_job_stop_signals, catch_stop_signals, stop_signal};
 
 /// How the child ended.
 pub(crate) enum ChildEnd {
@@ -604,6 +604,13 @@ fn children_run(
         }
     }
     let mut asked: Option<(i32, Instant)> = None;
+    // How long a child asked to stop has before it is killed: in an MPI
+    // job, long enough for the processes to meet and end together.
+    let grace = if process::job_rank().is_some() {
+        Duration::from_secs(10)
+    } else {
+        Duration::from_secs(1)
+    };
     let mut nap = Duration::from_micros(200);
     let mut told: Option<Instant> = None;
     while children.iter().any(|c| c.status.is_none()) {
@@ -625,6 +632,12 @@ fn children_run(
         let now = Instant::now();
         if let (Some(signal), None) = (stop_signal(), asked) {
             asked = Some((signal, now));
+            // The children share this process's group, and a signal to
+            // the group reached them too; one that came to this process
+            // alone (in an MPI job, from `mpirun`) is passed on.
+            for c in children.iter().filter(|c| c.status.is_none()) {
+                process::send_signal(c.pid, signal);
+            }
         }
         for c in children.iter_mut().filter(|c| c.status.is_none()) {
             let seq = c.log.heartbeat();
@@ -649,7 +662,7 @@ fn children_run(
             }
             let stuck = now.duration_since(c.beat.1);
             let how = match (watch.transition_timeout, watch.deadline, asked) {
-                (_, _, Some((signal, at))) if now.duration_since(at) >= Duration::from_secs(1) => {
+                (_, _, Some((signal, at))) if now.duration_since(at) >= grace => {
                     Some(How::Interrupted(signal, stuck >= Duration::from_secs(1)))
                 }
                 (Some(limit), _, _) if stuck >= limit => Some(How::Hung(limit)),

@@ -246,6 +246,33 @@ pub(crate) fn catch_stop_signals() {
     }
 }
 
+extern "C" fn on_job_stop(signal: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    let meant = if signal == libc::SIGUSR2 {
+        libc::SIGTERM
+    } else {
+        libc::SIGINT
+    };
+    STOP.store(meant, Ordering::Relaxed);
+}
+
+/// In a process of an MPI job: makes SIGUSR1 and SIGUSR2, which `mpirun`
+/// passes on to every process of the job (SIGINT and SIGTERM end the job
+/// instead), set the stop request as SIGINT and SIGTERM would (`cargo
+/// cmc` sends them for those).
+pub(crate) fn catch_job_stop_signals() {
+    for signal in [libc::SIGUSR1, libc::SIGUSR2] {
+        // SAFETY: as in `catch_stop_signals`.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_job_stop as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
 /// The signal that asked the run to stop, if one did.
 #[inline]
 pub(crate) fn stop_signal() -> Option<i32> {
