@@ -523,6 +523,9 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
                 std::fs::create_dir_all(&coverage_dir)
                     .with_context(|| format!("cannot create {}", coverage_dir.display()))?;
                 let _ = std::fs::remove_file(&profraw);
+                for stale in crate::coverage::other_processes(&profraw) {
+                    let _ = std::fs::remove_file(stale);
+                }
                 vec![("CMC_COVERAGE_FILE", profraw.as_os_str())]
             }
             None => Vec::new(),

@@ -157,11 +157,14 @@ impl Tools {
 
     /// Turns the raw profile `profraw` of `binary` into lcov, leaving out
     /// the files under `exclude` (the harness's own source).
+    /// The profiles of the other processes of a search across processes
+    /// (`<profraw>.1`, `<profraw>.2`, …) are merged with it.
     pub(crate) fn lcov(&self, profraw: &Path, binary: &Path, exclude: &Path) -> Result<Lcov> {
         let profdata = profraw.with_extension("profdata");
         let out = Command::new(&self.profdata)
             .args(["merge", "-sparse"])
             .arg(profraw)
+            .args(other_processes(profraw))
             .arg("-o")
             .arg(&profdata)
             .output()
@@ -191,6 +194,30 @@ impl Tools {
         lcov.files.retain(|path, _| !path.starts_with(exclude));
         Ok(lcov)
     }
+}
+
+/// The profiles the other processes of a search across processes wrote
+/// beside `profraw` (`<profraw>.<rank>`).
+pub(crate) fn other_processes(profraw: &Path) -> Vec<PathBuf> {
+    let Some(name) = profraw
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+    else {
+        return Vec::new();
+    };
+    let dir = profraw.parent().unwrap_or(Path::new("."));
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let rank = file.strip_prefix(&name)?.strip_prefix('.')?.parse().ok()?;
+            Some((rank, e.path()))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 /// One source file's coverage.
@@ -635,6 +662,31 @@ pub(crate) fn page(summary: &Summary, lcov: &Lcov, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_profiles_of_the_other_processes_are_found_by_rank() {
+        let dir = std::env::temp_dir().join(format!("cmc-profiles-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in [
+            "m.profraw",
+            "m.profraw.1",
+            "m.profraw.10",
+            "m.profraw.2",
+            "m.profrawx",
+            "m.profraw.x",
+            "n.profraw.1",
+        ] {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        let found = other_processes(&dir.join("m.profraw"));
+        let names: Vec<String> = found
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["m.profraw.1", "m.profraw.2", "m.profraw.10"]);
+        assert!(other_processes(&dir.join("none.profraw")).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     const SAMPLE: &str = "SF:/p/src/lib.rs\nFN:3,_ZN3foo3bar17h0123456789abcdefE\n\
 FN:9,_ZN3foo3baz17h0123456789abcdefE\nFNDA:4,_ZN3foo3bar17h0123456789abcdefE\n\

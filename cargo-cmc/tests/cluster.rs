@@ -339,6 +339,43 @@ fn a_swarm_of_walks_finds_a_bug_breadth_first_search_does_not_reach() {
 }
 
 #[test]
+#[ignore = "Open MPI and an instrumented harness build (bash scripts/test.sh --full)"]
+fn a_swarm_reports_the_coverage_of_all_its_processes() {
+    // Each process writes its own profile; `cargo cmc` merges them.
+    let dir = example("two-phase-commit");
+    let coverage = target_dir().join("cmc").join("coverage");
+    let profile = coverage.join("two_phase_commit__two_phase_commit_5.profraw");
+    let out = run(
+        &dir,
+        &[
+            "check",
+            "--coverage",
+            "--processes",
+            "2",
+            "--strategy",
+            "walk",
+            "--time-limit",
+            "2",
+            "--model",
+            "two_phase_commit_5",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("coverage of two_phase_commit::two_phase_commit_5: "),
+        "{stdout}"
+    );
+    for p in [profile.clone(), profile.with_extension("profraw.1")] {
+        assert!(
+            std::fs::metadata(&p).is_ok_and(|m| m.len() > 0),
+            "{} was written",
+            p.display()
+        );
+    }
+}
+
+#[test]
 #[ignore = "Open MPI and a build of the raft example with a seeded bug (bash scripts/test.sh --full)"]
 fn a_seeded_raft_bug_is_found_across_processes_with_a_shortest_trace_that_replays() {
     // tikv's raft, unmodified, under a store that sends its vote before

@@ -73,6 +73,13 @@ pub fn install(hooks: Hooks) -> Result<(), String> {
     let count = (end - begin) / 8;
     let shared = crate::sys::map_zeroed((count * 8).max(8), true)
         .map_err(|e| format!("cannot map the shared coverage counters ({count}): {e}"))?;
+    // In a search across processes, each writes a profile of its own
+    // (process 0 the file named, process r the same name with `.r`), which
+    // `cargo cmc` merges.
+    let mut file = file;
+    if let Some(rank) = crate::sys::process::job_rank().filter(|&r| r > 0) {
+        file.push(format!(".{rank}"));
+    }
     let path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(file.as_os_str()))
         .map_err(|_| format!("{FILE_VAR} holds a NUL byte"))?;
     FINISH
