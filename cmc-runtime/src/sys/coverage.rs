@@ -77,7 +77,7 @@ pub fn install(hooks: Hooks) -> Result<(), String> {
     // (process 0 the file named, process r the same name with `.r`), which
     // `cargo cmc` merges.
     let mut file = file;
-    if let Some(rank) = crate::sys::process::job_rank().filter(|&r| r > 0) {
+    if let Some(rank) = crate::sys::job::job_rank().filter(|&r| r > 0) {
         file.push(format!(".{rank}"));
     }
     let path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(file.as_os_str()))

@@ -14,6 +14,7 @@
 
 pub(crate) mod coverage;
 pub(crate) mod hash;
+pub(crate) mod job;
 pub(crate) mod layout;
 pub(crate) mod process;
 pub(crate) mod reloc;

@@ -325,18 +325,7 @@ pub(crate) fn without_aslr() -> Result<(), String> {
     ))
 }
 
-/// This process's rank in the job of its launcher (`mpirun`, Slurm's
-/// `srun`), if a launcher started it as one of several.
-pub(crate) fn job_rank() -> Option<usize> {
-    [
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse().ok())
-}
+pub(crate) use super::job::job_rank;
 
 /// Opens `path` for appending (creating it), close-on-exec, as a
 /// descriptor numbered `min` or above; `None` when it cannot be opened.
