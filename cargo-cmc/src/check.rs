@@ -89,7 +89,8 @@ pub(crate) struct CheckArgs {
     /// shortest. With --strategy walk, a swarm: each process walks from a
     /// seed of its own, the first violation anywhere stops them all, and
     /// --walks bounds the swarm's walks in all. Breadth-first search or
-    /// walks, one worker per process. Needs Open MPI (`bash
+    /// walks; each process has one worker, or --jobs of them (sharing its
+    /// part of the visited set). Needs Open MPI (`bash
     /// scripts/install-mpi.sh`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub(crate) processes: Option<u64>,
@@ -320,10 +321,9 @@ fn options(args: &CheckArgs) -> Result<RunOptions> {
                  processes: give --strategy bfs or walk, or leave --strategy out"
             ),
         }
-        if args.jobs.is_some_and(|j| j > 1) {
-            anyhow::bail!("--processes runs one worker in each process for now: leave --jobs out");
-        }
-        o.jobs = Some(1);
+        // Each process its own workers: one unless --jobs says more (a
+        // launcher may put several processes on one machine).
+        o.jobs = Some(args.jobs.map_or(1, |j| j.max(1) as usize));
         o.cluster = Some(true);
     }
     o.keep_going = args.keep_going.then_some(true);

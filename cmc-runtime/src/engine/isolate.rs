@@ -399,6 +399,20 @@ pub(crate) enum How {
     Abandoned,
 }
 
+impl How {
+    /// How the child ended, in words ("killed by SIGKILL").
+    pub(crate) fn describe(self) -> String {
+        match self {
+            How::Signal(s) => format!("killed by {}", signal_name(s)),
+            How::Exit(code) => format!("exited with status {code}"),
+            How::Hung(t) => format!("stopped after {:.1} s in one transition", t.as_secs_f64()),
+            How::Deadline => "stopped at the time limit".to_string(),
+            How::Interrupted(s, _) => format!("stopped by {}", signal_name(s)),
+            How::Abandoned => "abandoned".to_string(),
+        }
+    }
+}
+
 pub(crate) use crate::sys::process::{catch_job_stop_signals, catch_stop_signals, stop_signal};
 
 /// How the child ended.

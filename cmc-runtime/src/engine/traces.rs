@@ -196,6 +196,26 @@ impl<'m> Engine<'m, P> {
         steps
     }
 
+    /// Where the path to `node` continues backwards, for a state that
+    /// member `me` of a search across processes hands to another member
+    /// (`Search::even_out`): the member and the node of its tree that the
+    /// last step starts from, and that step. The receiver records the
+    /// state with that step and a link to that node.
+    pub(crate) fn origin(&self, node: u32, me: u32) -> (u32, u32, RawStep) {
+        let (parent, step) = self
+            .tree
+            .parent_and_step(node)
+            .expect("a state handed over has a node below the root");
+        let step = logged_path(vec![step])
+            .pop()
+            .expect("one step in, one step out");
+        match self.links.as_ref().and_then(|l| l.get(&node)) {
+            // A state another member sent: its path continues there.
+            Some(&(rank, from)) => (rank, from, step),
+            None => (me, parent, step),
+        }
+    }
+
     /// Turns on the links of a search across processes (see
     /// [`Engine::path`]).
     pub(crate) fn enable_links(&mut self) {

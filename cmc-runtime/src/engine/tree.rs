@@ -322,6 +322,17 @@ impl Tree {
         }
     }
 
+    /// The parent of `node` and the step that reached it from there;
+    /// `None` for the root, or a node not recorded.
+    pub(crate) fn parent_and_step(&self, node: u32) -> Option<(u32, TreeStep)> {
+        if node as usize >= self.len() {
+            return None;
+        }
+        let w = self.at.node_word(node).load(Ordering::Relaxed);
+        let (parent, step) = ((w >> 32) as u32, w as u32);
+        (parent != NO_PARENT).then(|| (parent, self.step(step)))
+    }
+
     /// The steps from the root to `node`, the root's own step excluded;
     /// `None` when no such node was recorded.
     pub(crate) fn path(&self, mut node: u32) -> Option<Vec<TreeStep>> {

@@ -40,7 +40,9 @@ use crate::memory::{Fingerprint, StateId};
 use crate::sys::scope::system_scope;
 
 use super::frontier::Item;
-use super::partition::{owner, Pending};
+#[cfg(test)]
+use super::partition::owner;
+use super::partition::Pending;
 use super::searcher::{Search, Seen};
 
 /// States a process expands between two exchanges.
@@ -163,8 +165,12 @@ impl Search<'_, '_, P> {
         fp: Fingerprint,
     ) {
         let part = self.cluster.as_mut().expect("a search across processes");
-        let to = owner(fp, part.size);
-        assert_ne!(to, part.rank, "a state this process owns is not sent away");
+        let to = part.target(fp);
+        assert_ne!(
+            to / part.per,
+            part.process(),
+            "a state this process owns is not sent away"
+        );
         let out = &mut part.out[to];
         let before = out.bytes.len();
         out.bytes.extend_from_slice(&fp.0.to_le_bytes());
@@ -214,9 +220,13 @@ impl Search<'_, '_, P> {
                     u64::from(stop),
                     self.stats.unique,
                     part.sent_bytes,
+                    self.stats.transitions,
+                    self.frontier.len() as u64,
                 ]);
                 part.others_unique = totals[2] - self.stats.unique;
                 part.all_sent_bytes = totals[3];
+                part.all_transitions = totals[4];
+                part.all_frontier = totals[5];
                 part.rounds += 1;
                 if part.rounds % SLOWEST_EVERY == 0 {
                     part.compare_busy();
@@ -238,7 +248,121 @@ impl Search<'_, '_, P> {
             if next == 0 {
                 return;
             }
+            if part.per > 1 {
+                self.even_out();
+                if self.fatal.is_some() {
+                    // Every member goes on to the end of the round, where
+                    // this one's stop ends the search.
+                    self.stopping = true;
+                }
+            }
             level += 1;
+        }
+    }
+
+    /// Between levels, with several workers in each process: a worker
+    /// holding more of the next level than its share hands the excess to
+    /// workers of its process that hold less (see [`moves`]). A state it
+    /// keeps claimed and checked travels as memory, with the step that
+    /// reached it and where its path continues (`Engine::origin`); the
+    /// receiver records it as it records a state another process sent.
+    /// Every member takes part (a collective), also when it has nothing
+    /// to move.
+    fn even_out(&mut self) {
+        let part = self.cluster.as_ref().expect("a search across processes");
+        let (per, size, me) = (part.per, part.size, part.rank);
+        let base = me / per * per;
+        let counts = part
+            .net
+            .all_gather(&(self.frontier.len() as u64).to_le_bytes());
+        let here: Vec<u64> = counts[base..base + per]
+            .iter()
+            .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes from each worker")))
+            .collect();
+        let mut out = vec![Vec::new(); size];
+        for (from, to, n) in moves(&here) {
+            if base + from != me {
+                continue;
+            }
+            let bytes = &mut out[base + to];
+            let mut prev: Option<StateId> = None;
+            for _ in 0..n {
+                let Some(item) = self.frontier.take_back(&mut *self.engine) else {
+                    break;
+                };
+                let e = &mut *self.engine;
+                e.load(item.state);
+                let Ok(fp) = e.state_fingerprint(item.state) else {
+                    // It was fingerprinted when it was claimed; kept here
+                    // if it cannot be again (the search reported why when
+                    // it first could not).
+                    self.frontier.push(item, 0, &mut *self.engine);
+                    break;
+                };
+                let (rank, node, step) = e.origin(item.node, me as u32);
+                bytes.extend_from_slice(&fp.0.to_le_bytes());
+                put(bytes, item.depth as u64);
+                put(bytes, u64::from(rank));
+                put(bytes, u64::from(node));
+                put_step(bytes, &step);
+                e.export(item.state, prev, bytes);
+                if let Some(p) = prev.replace(item.state) {
+                    e.release(p);
+                }
+            }
+            if let Some(p) = prev {
+                self.engine.release(p);
+            }
+        }
+        let part = self.cluster.as_ref().expect("a search across processes");
+        let got = part.net.exchange(&out);
+        for bytes in &got {
+            let mut at = 0;
+            let mut prev: Option<StateId> = None;
+            while at < bytes.len() {
+                let fp = Fingerprint(u128::from_le_bytes(
+                    bytes[at..at + 16].try_into().expect("16 bytes"),
+                ));
+                at += 16;
+                let depth = get(bytes, &mut at) as usize;
+                let rank = get(bytes, &mut at) as u32;
+                let node = get(bytes, &mut at) as u32;
+                let step = get_step(bytes, &mut at);
+                let e = &mut *self.engine;
+                let state = e.import(prev, bytes, &mut at);
+                if let Some(p) = prev.replace(state) {
+                    e.release(p);
+                }
+                e.load(state);
+                if e.state_fingerprint(state).ok() != Some(fp) {
+                    self.fatal = Some(crate::engine::CheckError::Cluster(
+                        "a state another worker of this process handed over has another \
+                         fingerprint here: the state's identity depends on more than its \
+                         memory"
+                            .to_string(),
+                    ));
+                    break;
+                }
+                let root = self.root;
+                let Some(mine) = e.record_node(root, step.event, &step.choices, step.seed) else {
+                    // The tree is full: the search stops, bounded.
+                    break;
+                };
+                e.link_node(mine, rank, node);
+                e.retain(state);
+                self.frontier.push(
+                    Item {
+                        node: mine,
+                        state,
+                        depth,
+                    },
+                    0,
+                    &mut *self.engine,
+                );
+            }
+            if let Some(p) = prev {
+                self.engine.release(p);
+            }
         }
     }
 
@@ -277,9 +401,10 @@ impl Search<'_, '_, P> {
             }
             let part = self.cluster.as_mut().expect("a search across processes");
             part.received += 1;
+            let sender = from / part.per;
             assert!(
                 self.owns(fp),
-                "process {from} sent a state this process does not own"
+                "process {sender} sent a state this process does not own"
             );
             if !self.visited.insert(fp) {
                 continue;
@@ -333,10 +458,11 @@ impl Search<'_, '_, P> {
             if here.as_ref().ok() != Some(&fp) {
                 e.release(state);
                 self.fatal = Some(crate::engine::CheckError::Cluster(format!(
-                    "a state process {from} sent has another fingerprint in process {}: \
+                    "a state process {} sent has another fingerprint in process {}: \
                      the processes do not run the same program at the same addresses, or \
                      the state's identity depends on more than its memory",
-                    self.cluster.as_ref().map_or(0, |c| c.rank)
+                    from / part.per,
+                    part.process()
                 )));
                 return;
             }
@@ -362,7 +488,7 @@ impl Search<'_, '_, P> {
     pub(super) fn defer(&mut self, steps: Vec<RawStep>, record: ViolationRecord, witness: bool) {
         let (link, steps) = split_link(steps);
         if !witness {
-            let rank = self.cluster.as_ref().map_or(0, |c| c.rank);
+            let rank = self.cluster.as_ref().map_or(0, |c| c.process());
             note_found(rank, &record);
         }
         self.cluster
@@ -464,6 +590,44 @@ impl Search<'_, '_, P> {
     }
 }
 
+/// How the workers of one process even out the next level (see
+/// `Search::even_out`), from the states each holds: moves of `n` states
+/// from one worker to another, `(from, to, n)`. A worker gives only when it
+/// holds more than an eighth over its share (and 8 states), down to its
+/// share, to the workers under theirs, in order; every worker computes the
+/// same moves.
+fn moves(counts: &[u64]) -> Vec<(usize, usize, u64)> {
+    let n = counts.len() as u64;
+    let total: u64 = counts.iter().sum();
+    let share = |w: usize| total / n + u64::from((w as u64) < total % n);
+    let mut wanting: Vec<(usize, u64)> = counts
+        .iter()
+        .enumerate()
+        .filter(|&(w, &c)| c < share(w))
+        .map(|(w, &c)| (w, share(w) - c))
+        .collect();
+    let mut out = Vec::new();
+    let mut next = 0;
+    for (w, &c) in counts.iter().enumerate() {
+        let target = share(w);
+        if c <= target + target / 8 + 8 {
+            continue;
+        }
+        let mut excess = c - target;
+        while excess > 0 && next < wanting.len() {
+            let (to, want) = &mut wanting[next];
+            let k = excess.min(*want);
+            out.push((w, *to, k));
+            excess -= k;
+            *want -= k;
+            if *want == 0 {
+                next += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Notes a violation this process found in the file `cargo cmc` reads
 /// if the run fails before its trace is built (`CMC_CLUSTER_FOUND`, a
 /// directory; one file per process, a JSON line per violation): a process
@@ -512,6 +676,41 @@ mod tests {
             counts[owner(Fingerprint(i * 7919), 4)] += 1;
         }
         assert!(counts.iter().all(|&c| c > 9_000), "{counts:?}");
+    }
+
+    #[test]
+    fn moves_even_out_a_level_among_workers() {
+        // Against a simple reference: after the moves, no worker holds
+        // more than an eighth (and 8) over its share, none holds less
+        // than it held or than its share allows, and the total stays.
+        let cases: &[&[u64]] = &[
+            &[1000, 0],
+            &[0, 1000],
+            &[10, 10],
+            &[500, 480],
+            &[7, 0, 0],
+            &[3000, 0, 0, 0],
+            &[100, 2000, 50, 60],
+            &[0, 0, 0, 0],
+        ];
+        for &counts in cases {
+            let mut after = counts.to_vec();
+            for (from, to, n) in moves(counts) {
+                assert_ne!(from, to);
+                assert!(counts[from] > counts[to], "{counts:?}: from more to fewer");
+                after[from] -= n;
+                after[to] += n;
+            }
+            let total: u64 = counts.iter().sum();
+            assert_eq!(after.iter().sum::<u64>(), total, "{counts:?}");
+            let n = counts.len() as u64;
+            for (w, &c) in after.iter().enumerate() {
+                let share = total / n + u64::from((w as u64) < total % n);
+                assert!(c <= share + share / 8 + 8, "{counts:?} -> {after:?}");
+            }
+        }
+        assert!(moves(&[500, 480]).is_empty(), "a small imbalance stays");
+        assert_eq!(moves(&[1000, 0]), vec![(0, 1, 500)]);
     }
 
     #[test]

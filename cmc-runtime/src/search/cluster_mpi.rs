@@ -11,18 +11,21 @@
 
 use crate::engine::erased::Erased as P;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition as Displaced, PartitionMut};
 use mpi::traits::*;
 use mpi::Count;
 
+use crate::engine::isolate::{self, ChildEnd};
 use crate::engine::trace::CheckResult;
 use crate::engine::CheckError;
 use crate::model::{Model, PropertyKind, Strategy};
 
+use super::coord::{Coord, Par};
 use super::partition::{Collective, Part};
+use super::relay::{Relay, Shared};
 
 /// The processes of an MPI job, as the search's [`Collective`].
 struct Mpi {
@@ -203,18 +206,145 @@ pub(super) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let net: Rc<dyn Collective> = Rc::new(Mpi {
         world: universe.world(),
     });
+    let result = search_and_merge(model, net, None, 1, start);
+    // MPI ends here (the universe's drop), before the process exits.
+    drop(universe);
+    result
+}
+
+/// Checks `model` as one process of a search across the processes of an
+/// MPI job, with `model.workers()` workers of its own (`--processes N
+/// --jobs J`): forked children of this process, as with `--jobs` on one
+/// machine, the first of which initialises MPI and speaks for the others
+/// (see `search::relay`). Every process returns the merged result.
+pub(super) fn check_workers(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    let start = Instant::now();
+    super::searcher::settings(model)?;
+    refuse(model)?;
+    let jobs = model.workers();
+    let coord = Coord::new(jobs, model.width).map_err(|e| {
+        CheckError::Isolation(format!("cannot map the workers' shared memory: {e}"))
+    })?;
+    let shared = Rc::new(Shared::new(jobs).map_err(|e| {
+        CheckError::Isolation(format!("cannot map the workers' shared memory: {e}"))
+    })?);
+    let watch = isolate::Watch {
+        transition_timeout: model.transition_timeout,
+        deadline: model
+            .bounds
+            .time_limit
+            .map(|t| start + t + Duration::from_secs(1)),
+    };
+    let ends = isolate::run_in_children(
+        watch,
+        jobs,
+        |worker| {
+            let result =
+                in_worker(model, &coord, &shared, worker, start).map_err(|e| e.to_string());
+            serde_json::to_string(&result).expect("a result always serialises")
+        },
+        || {
+            shared.halt();
+            coord.halt();
+        },
+    )
+    .map_err(|e| CheckError::Isolation(format!("cannot start the workers: {e}")))?;
+    let rank = crate::sys::process::job_rank().unwrap_or(0);
+    let mut result = None;
+    let mut failed: Option<(usize, isolate::How)> = None;
+    let lost = |how: &isolate::How| matches!(how, isolate::How::Exit(101));
+    for (worker, end) in ends.into_iter().enumerate() {
+        match end {
+            ChildEnd::Finished(text) => {
+                result.get_or_insert(text);
+            }
+            ChildEnd::Ended(ended) => {
+                // The culprit: a worker stopped from outside, rather than
+                // one that ended because it could not go on without it.
+                if failed
+                    .as_ref()
+                    .is_none_or(|(_, how)| lost(how) && !lost(&ended.how))
+                {
+                    failed = Some((worker, ended.how));
+                }
+            }
+        }
+    }
+    if let Some((worker, how)) = failed {
+        return Err(CheckError::Cluster(format!(
+            "the search of process {rank} (its worker {worker}) ended without a result ({}); \
+             the whole run ends. A crash of the checked code is reported with its trace by a \
+             search in one process (without --processes)",
+            how.describe()
+        )));
+    }
+    let text = result.expect("every worker finished");
+    let result: Result<CheckResult, String> = serde_json::from_str(&text)
+        .map_err(|e| CheckError::Isolation(format!("unreadable result from a worker: {e}")))?;
+    result.map_err(CheckError::Cluster)
+}
+
+/// One worker of [`check_workers`]: the first starts MPI; every one is a
+/// member of the collective of all the processes' workers, and returns
+/// the merged result of all.
+fn in_worker(
+    model: &Model<P>,
+    coord: &Coord,
+    shared: &Rc<Shared>,
+    worker: usize,
+    start: Instant,
+) -> Result<CheckResult, CheckError> {
+    let universe = if worker == 0 {
+        match mpi::initialize() {
+            Some(u) => Some(u),
+            None => {
+                // The others wait for the first to start.
+                shared.halt();
+                return Err(CheckError::Cluster(
+                    "MPI was initialised before, in this process".to_string(),
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let net = universe
+        .as_ref()
+        .map(|u| Rc::new(Mpi { world: u.world() }) as Rc<dyn Collective>);
+    let Some(relay) = Relay::new(shared.clone(), worker, net) else {
+        return Err(CheckError::Cluster(
+            "a worker of this process ended before the search started".to_string(),
+        ));
+    };
+    let par = Par { coord, worker };
+    let result = search_and_merge(model, Rc::new(relay), Some(par), model.workers(), start);
+    drop(universe);
+    result
+}
+
+/// The search across the members of `net` (`per` of them in each
+/// process; `par`, this one's place among its process's workers), and the
+/// results of all members merged (every member takes part, and returns
+/// the same).
+fn search_and_merge(
+    model: &Model<P>,
+    net: Rc<dyn Collective>,
+    par: Option<Par<'_>>,
+    per: usize,
+    start: Instant,
+) -> Result<CheckResult, CheckError> {
     same_layout(&*net)?;
     let size = net.size();
     let (result, sketch) = if model.strategy == Strategy::Walk {
         let swarm = super::swarm::Swarm::new(net.clone());
         let sketch = swarm.sketch.clone();
-        let result = super::searcher::search(model, None, false, None, Some(swarm));
+        let result = super::searcher::search(model, par, false, None, Some(swarm));
         let sketch = sketch.take();
         (result, sketch)
     } else {
-        let part = Part::new(net.clone());
+        let part = Part::new(net.clone(), per);
         (
-            super::searcher::search(model, None, false, Some(part), None),
+            super::searcher::search(model, par, false, Some(part), None),
             None,
         )
     };
@@ -228,10 +358,9 @@ pub(super) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     let sketches =
         (model.strategy == Strategy::Walk).then(|| net.all_gather(&sketch.unwrap_or_default()));
     drop(net);
-    // MPI ends here (the universe's drop), before the process exits.
-    drop(universe);
     let mut parts = Vec::with_capacity(size);
-    for (rank, bytes) in all.iter().enumerate() {
+    for (member, bytes) in all.iter().enumerate() {
+        let rank = member / per;
         let part: Result<CheckResult, String> = serde_json::from_slice(bytes).map_err(|e| {
             CheckError::Cluster(format!("unreadable result from process {rank}: {e}"))
         })?;
@@ -248,6 +377,7 @@ pub(super) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
     }
     super::searcher::never_reached(model, &mut merged);
     merged.stats.elapsed = start.elapsed();
-    merged.stats.processes = size;
+    merged.stats.processes = size / per;
+    merged.stats.jobs = per;
     Ok(merged)
 }

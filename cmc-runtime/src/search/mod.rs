@@ -16,6 +16,11 @@ mod parallel;
 mod partition;
 pub(crate) mod progress;
 mod properties;
+#[cfg_attr(
+    not(feature = "cluster"),
+    allow(dead_code, reason = "its engine is a feature")
+)]
+mod relay;
 mod searcher;
 mod sketch;
 mod sleep;
@@ -51,8 +56,13 @@ pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
 /// becomes a violation with its trace; the violations found before it and
 /// the statistics so far are kept.
 pub(crate) fn check_isolated(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    if model.workers() > 1 && !model.cluster {
-        return parallel::check(model);
+    if model.workers() > 1 {
+        if !model.cluster {
+            return parallel::check(model);
+        }
+        // Workers of their own in each process: forked, as with --jobs.
+        #[cfg(feature = "cluster")]
+        return cluster_mpi::check_workers(model);
     }
     let start = Instant::now();
     settings(model)?;
@@ -79,16 +89,7 @@ pub(crate) fn check_isolated(model: &Model<P>) -> Result<CheckResult, CheckError
     if model.cluster {
         // Its path may continue in another process, and the others wait
         // for it at their next exchange: the run ends, as cmc's failure.
-        let how = match ended.how {
-            isolate::How::Signal(s) => format!("killed by {}", isolate::signal_name(s)),
-            isolate::How::Exit(code) => format!("exited with status {code}"),
-            isolate::How::Hung(t) => {
-                format!("stopped after {:.1} s in one transition", t.as_secs_f64())
-            }
-            isolate::How::Deadline => "stopped at the time limit".to_string(),
-            isolate::How::Interrupted(s, _) => format!("stopped by {}", isolate::signal_name(s)),
-            isolate::How::Abandoned => "abandoned".to_string(),
-        };
+        let how = ended.how.describe();
         return Err(CheckError::Cluster(format!(
             "the search of process {} ended without a result ({how}); the whole run ends. A \
              crash of the checked code is reported with its trace by a search in one process \
@@ -101,15 +102,15 @@ pub(crate) fn check_isolated(model: &Model<P>) -> Result<CheckResult, CheckError
 
 /// One process's part of a search across processes (see `cluster`).
 fn across_processes(model: &Model<P>) -> Result<CheckResult, CheckError> {
-    if model.workers() > 1 {
-        return Err(CheckError::Model(format!(
-            "model `{}`: a search across processes runs one worker in each process for now \
-             (--jobs 1)",
-            model.name
-        )));
-    }
     #[cfg(feature = "cluster")]
     {
+        if model.workers() > 1 {
+            return Err(CheckError::Model(format!(
+                "model `{}`: a search across processes with several workers in each process \
+                 (--jobs) runs isolated (`Model::check_isolated`, as `cargo cmc` runs it)",
+                model.name
+            )));
+        }
         cluster_mpi::check(model)
     }
     #[cfg(not(feature = "cluster"))]

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use crate::engine::trace::ViolationRecord;
 use crate::engine::RawStep;
-use crate::identity::visited::Visited;
+use crate::identity::visited::{SharedVisited, Visited};
 use crate::memory::{Fingerprint, FingerprintWidth, StateId};
 
 /// What a search across processes needs of the engine that carries it:
@@ -50,22 +50,52 @@ pub(crate) fn owner(fp: Fingerprint, size: usize) -> usize {
 /// A process's part of the visited set of a search across processes: the
 /// fingerprints it owns, and a direct-mapped table of those it sent to
 /// their owners (a cache: a fingerprint it forgets is sent again, and its
-/// owner drops it).
-pub(crate) struct Partition {
-    own: Visited,
+/// owner drops it). With several workers in the process (`--jobs`), the
+/// fingerprints it owns are in the set its workers share, and each worker
+/// has a table of its own.
+pub(crate) struct Partition<'c> {
+    own: Own<'c>,
     sent: Box<[u128]>,
     rank: usize,
     size: usize,
+    /// A shared set that could not grow refused a fingerprint (the search
+    /// stops, bounded).
+    pub(super) full: bool,
 }
 
-impl Partition {
+/// Where a process keeps the fingerprints it owns.
+enum Own<'c> {
+    Alone(Visited),
+    /// The set the workers of the process share; `counted`: this worker
+    /// counts its memory (one does).
+    Shared(&'c SharedVisited, bool),
+}
+
+impl<'c> Partition<'c> {
+    /// The part of process `rank` of `size`, alone in its process.
     pub(super) fn new(width: FingerprintWidth, rank: usize, size: usize) -> Self {
+        Self::with(Own::Alone(Visited::new(width)), rank, size)
+    }
+
+    /// The part of process `rank` of `size`, for one of its workers, who
+    /// share `visited`; `counted`: this worker counts the set's memory.
+    pub(super) fn shared(
+        visited: &'c SharedVisited,
+        counted: bool,
+        rank: usize,
+        size: usize,
+    ) -> Self {
+        Self::with(Own::Shared(visited, counted), rank, size)
+    }
+
+    fn with(own: Own<'c>, rank: usize, size: usize) -> Self {
         assert!(rank < size, "process {rank} of {size}");
         Partition {
-            own: Visited::new(width),
+            own,
             sent: vec![0u128; SENT_SLOTS_MIN].into_boxed_slice(),
             rank,
             size,
+            full: false,
         }
     }
 
@@ -80,18 +110,39 @@ impl Partition {
 
     pub(super) fn contains(&self, fp: Fingerprint) -> bool {
         if self.owns(fp) {
-            self.own.contains(fp)
+            match &self.own {
+                Own::Alone(v) => v.contains(fp),
+                Own::Shared(v, _) => v.contains(fp),
+            }
         } else {
             self.sent[self.slot(fp)] == fp.0
         }
     }
 
+    /// The fingerprints this process owns, as far as this worker knows.
+    fn owned_len(&self) -> usize {
+        match &self.own {
+            Own::Alone(v) => v.len(),
+            Own::Shared(v, _) => v.len() as usize,
+        }
+    }
+
     /// Adds `fp`: true when it is new to this process (owned: new to the
-    /// search; not owned: not sent yet, and now to be sent).
+    /// search, and this worker's to expand; not owned: not sent yet by
+    /// this worker, and now to be sent).
     pub(super) fn insert(&mut self, fp: Fingerprint) -> bool {
         if self.owns(fp) {
-            let new = self.own.insert(fp);
-            if new && self.own.len() > 4 * self.sent.len() && self.sent.len() < SENT_SLOTS_MAX {
+            let new = match &mut self.own {
+                Own::Alone(v) => v.insert(fp),
+                Own::Shared(v, _) => match v.insert(fp) {
+                    Ok(new) => new,
+                    Err(crate::identity::visited::Full) => {
+                        self.full = true;
+                        false
+                    }
+                },
+            };
+            if new && self.sent.len() < SENT_SLOTS_MAX && self.owned_len() > 4 * self.sent.len() {
                 // A cache: what it held is forgotten (sent again at worst).
                 self.sent = vec![0u128; self.sent.len() * 2].into_boxed_slice();
             }
@@ -107,18 +158,26 @@ impl Partition {
 
     pub(super) fn prefetch(&self, fp: Fingerprint) {
         if self.owns(fp) {
-            self.own.prefetch(fp);
+            match &self.own {
+                Own::Alone(v) => v.prefetch(fp),
+                Own::Shared(v, _) => v.prefetch(fp),
+            }
         }
     }
 
     pub(super) fn memory_bytes(&self) -> usize {
-        self.own.memory_bytes() + self.sent.len() * 16
+        let own = match &self.own {
+            Own::Alone(v) => v.memory_bytes(),
+            Own::Shared(v, true) => v.memory_bytes(),
+            Own::Shared(_, false) => 0,
+        };
+        own + self.sent.len() * 16
     }
 
     /// The fingerprints this process owns.
     #[cfg(test)]
     pub(super) fn owned(&self) -> usize {
-        self.own.len()
+        self.owned_len()
     }
 }
 
@@ -143,11 +202,17 @@ pub(super) struct Pending {
     pub(super) witness: bool,
 }
 
-/// A search's side of a search across processes.
+/// A search's side of a search across processes. With several workers
+/// in each process (`--jobs`), every worker is a member of the
+/// collective of its own (see `search::relay`): `rank` and `size` count
+/// workers, `per` of them in each process, and a state goes to the
+/// worker of its owner's process with this worker's index.
 pub(crate) struct Part {
     pub(super) net: Rc<dyn Collective>,
     pub(super) rank: usize,
     pub(super) size: usize,
+    /// Workers in each process.
+    pub(super) per: usize,
     pub(super) out: Vec<Outbox>,
     /// The last state received from each process (one reference held):
     /// the next one it sends is written against it.
@@ -167,23 +232,50 @@ pub(crate) struct Part {
     /// Microseconds this process spent expanding since the processes last
     /// compared theirs.
     pub(super) busy_us: u64,
-    /// The bytes every process had sent at the last round.
+    /// The bytes every process had sent, the transitions all had run and
+    /// the states on all their frontiers, at the last round.
     pub(super) all_sent_bytes: u64,
+    pub(super) all_transitions: u64,
+    pub(super) all_frontier: u64,
     /// The slowest process at the last comparison, and its time over the
     /// mean (see `Progress::slowest`).
     pub(super) slowest: Option<(usize, f64)>,
 }
 
 impl Part {
+    /// This worker's process, of [`Part::processes`].
+    pub(super) fn process(&self) -> usize {
+        self.rank / self.per
+    }
+
+    /// The processes of the search.
+    pub(super) fn processes(&self) -> usize {
+        self.size / self.per
+    }
+
+    /// The member of the collective a state with fingerprint `fp` goes
+    /// to: the worker with this one's index in its owner's process.
+    pub(super) fn target(&self, fp: Fingerprint) -> usize {
+        owner(fp, self.processes()) * self.per + self.rank % self.per
+    }
+
     /// Compares the time each process spent expanding since the last
     /// comparison (a collective: every process calls it at the same
     /// round).
     pub(super) fn compare_busy(&mut self) {
         let all = self.net.all_gather(&self.busy_us.to_le_bytes());
         self.busy_us = 0;
+        // A process's time is its workers' together.
         let busy: Vec<u64> = all
-            .iter()
-            .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes from each process")))
+            .chunks(self.per)
+            .map(|workers| {
+                workers
+                    .iter()
+                    .map(|b| {
+                        u64::from_le_bytes(b[..8].try_into().expect("8 bytes from each worker"))
+                    })
+                    .sum()
+            })
             .collect();
         let mean = busy.iter().sum::<u64>() as f64 / busy.len() as f64;
         let (rank, &max) = busy
@@ -198,12 +290,17 @@ impl Part {
         not(feature = "cluster"),
         allow(dead_code, reason = "its engine is a feature")
     )]
-    pub(crate) fn new(net: Rc<dyn Collective>) -> Self {
+    pub(crate) fn new(net: Rc<dyn Collective>, per: usize) -> Self {
         let (rank, size) = (net.rank(), net.size());
+        assert!(
+            per >= 1 && size % per == 0,
+            "{size} members of the collective, {per} in each process"
+        );
         Part {
             net,
             rank,
             size,
+            per,
             out: (0..size).map(|_| Outbox::default()).collect(),
             last_in: vec![None; size],
             pending: Vec::new(),
@@ -215,6 +312,8 @@ impl Part {
             rounds: 0,
             busy_us: 0,
             all_sent_bytes: 0,
+            all_transitions: 0,
+            all_frontier: 0,
             slowest: None,
         }
     }

@@ -136,7 +136,7 @@ pub(super) enum Seen<'c> {
     Local(Visited),
     Shared(&'c crate::identity::visited::SharedVisited, bool),
     /// This process's part of a search across processes.
-    Cluster(super::partition::Partition),
+    Cluster(super::partition::Partition<'c>),
 }
 
 impl Seen<'_> {
@@ -301,7 +301,9 @@ impl Search<'_, '_, P> {
     /// [`Search::stop_requested`]'s checks of every 64th call.
     #[inline(never)]
     pub(super) fn stop_requested_now(&mut self) -> bool {
-        if let Seen::Shared(_, true) = self.visited {
+        if matches!(self.visited, Seen::Shared(_, true))
+            || matches!(&self.visited, Seen::Cluster(p) if p.full)
+        {
             self.bounded = true;
             self.bounded_by.get_or_insert_with(|| {
                 "the workers' shared visited set has no room left".to_string()
@@ -395,9 +397,10 @@ impl Search<'_, '_, P> {
             return false;
         };
         let unique = match self.par {
+            _ if self.cluster.is_some() => self.cluster_unique(),
             Some(par) if self.stats.transitions % 64 == 0 => par.coord.totals().0,
             Some(_) => 0,
-            None => self.cluster_unique(),
+            None => self.stats.unique,
         };
         if unique < m as u64 {
             return false;
@@ -593,6 +596,16 @@ impl Search<'_, '_, P> {
         let (unique, transitions, max_depth, frontier) = match self.par {
             // The first worker speaks for all.
             Some(par) if par.worker != 0 => return,
+            // Across processes: the figures of all at the last round.
+            _ if self.cluster.is_some() => {
+                let part = self.cluster.as_ref().expect("a search across processes");
+                (
+                    self.cluster_unique(),
+                    part.all_transitions.max(self.stats.transitions),
+                    self.stats.max_depth,
+                    part.all_frontier as usize,
+                )
+            }
             // Walks: this worker's sketch (the others' merge at the end).
             Some(par) if self.engine.model().strategy != Strategy::Walk => {
                 let (u, t, d, f) = par.coord.totals();
@@ -629,7 +642,7 @@ impl Search<'_, '_, P> {
                 None => 0,
             },
             merged: self.twins.as_ref().map_or(0, |t| t.merged),
-            processes: self.cluster.as_ref().map_or(0, |c| c.size),
+            processes: self.cluster.as_ref().map_or(0, |c| c.processes()),
             sent_bytes: self.cluster.as_ref().map_or(0, |c| c.all_sent_bytes),
             slowest: self.cluster.as_ref().and_then(|c| c.slowest),
         });
@@ -769,11 +782,17 @@ pub(super) fn search(
         unreached,
         reached: Vec::new(),
         visited: match (par, &cluster) {
-            (Some(par), _) => Seen::Shared(&par.coord.visited, false),
+            (Some(par), Some(c)) => Seen::Cluster(super::partition::Partition::shared(
+                &par.coord.visited,
+                par.worker == 0,
+                c.process(),
+                c.processes(),
+            )),
+            (Some(par), None) => Seen::Shared(&par.coord.visited, false),
             (None, Some(c)) => Seen::Cluster(super::partition::Partition::new(
                 model.width,
-                c.rank,
-                c.size,
+                c.process(),
+                c.processes(),
             )),
             (None, None) => Seen::Local(Visited::new(model.width)),
         },

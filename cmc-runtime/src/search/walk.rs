@@ -149,10 +149,11 @@ impl Search<'_, '_, P> {
         // A swarm: each worker of a parallel search walks from a seed of
         // its own (the first from the model's).
         let seed = match (self.par, &self.swarm) {
+            // Across processes, each worker is a member of the swarm.
+            (_, Some(swarm)) => swarm.seed(model.seed),
             (Some(par), _) if par.worker > 0 => {
                 model.seed ^ crate::sys::hash::fmix64(par.worker as u64)
             }
-            (_, Some(swarm)) => swarm.seed(model.seed),
             _ => model.seed,
         };
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -180,8 +181,8 @@ impl Search<'_, '_, P> {
     fn next_walk(&mut self) -> bool {
         // The walk bound counts every worker's walks.
         let started = match self.par {
-            Some(par) => par.coord.start_walk(),
-            None => self.stats.walks,
+            Some(par) if self.swarm.is_none() => par.coord.start_walk(),
+            _ => self.stats.walks,
         };
         // Across processes, each walks its share of the bound.
         let bound = self

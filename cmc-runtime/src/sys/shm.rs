@@ -70,6 +70,35 @@ impl Region {
         unsafe { &*self.base.add(i * 8).cast::<AtomicU64>() }
     }
 
+    /// Copies `bytes` into the region at byte offset `at`. The processes
+    /// that share the region order their accesses to a range themselves
+    /// (by barriers on its words): a write while another process reads the
+    /// same bytes gives that reader a mix of old and new bytes.
+    pub(crate) fn write(&self, at: usize, bytes: &[u8]) {
+        assert!(
+            at.checked_add(bytes.len())
+                .is_some_and(|end| end <= self.len),
+            "a write beyond the shared region"
+        );
+        // SAFETY: the destination lies inside our live mapping (checked
+        // above) and cannot overlap `bytes`, memory of this process's own
+        // that is not in the region (no reference into the region is
+        // handed out but atomic words, and `bytes` is not one).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.add(at), bytes.len()) };
+    }
+
+    /// Copies the bytes at byte offset `at` into `out` (see
+    /// [`Region::write`] for the order of accesses).
+    pub(crate) fn read(&self, at: usize, out: &mut [u8]) {
+        assert!(
+            at.checked_add(out.len()).is_some_and(|end| end <= self.len),
+            "a read beyond the shared region"
+        );
+        // SAFETY: the source lies inside our live mapping (checked above);
+        // `out` is this process's own memory outside it.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(at), out.as_mut_ptr(), out.len()) };
+    }
+
     /// Gives the physical memory of the whole pages in `[from, from + len)`
     /// bytes back to the system; they read as zeros afterwards.
     pub(crate) fn discard(&self, from: usize, len: usize) {
