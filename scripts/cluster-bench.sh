@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The price of a search across processes (`cargo cmc check --processes
 # N`, over Open MPI on this machine) against the same search in one
-# process, in one run: for P = 1, 2 and 4 processes and for --jobs 1 and
-# --jobs 2 (one process, forked workers sharing memory), the wall time,
+# process, in one run: for P = 1, 2 and 4 processes of one worker, 1 and
+# 2 processes of two workers each (--processes P --jobs 2), and for
+# --jobs 1 and --jobs 2 (one process, forked workers sharing memory), the
+# wall time,
 # states per second, CPU time per state (the command's and all its
 # children's: mpirun, the harnesses, their search processes) and bytes
 # sent per state, and each one's CPU per state over --jobs 1's.
@@ -29,7 +31,8 @@ trap 'rm -rf "$tmp"' EXIT
 echo "bench cluster machine cores=$(nproc) date=$(date -u +%Y-%m-%d) model=$model"
 base_cpu=
 expect=
-for config in "--jobs 1" "--jobs 2" "--processes 1" "--processes 2" "--processes 4"; do
+for config in "--jobs 1" "--jobs 2" "--processes 1" "--processes 2" "--processes 4" \
+  "--processes 1 --jobs 2" "--processes 2 --jobs 2"; do
   best_cpu=1e18 best_wall=0 unique=0 sent=0
   for _ in $(seq "${RUNS:-2}"); do
     (cd "$dir" && /usr/bin/time -f '%e %U %S' -o "$tmp/time" \
@@ -51,7 +54,7 @@ for l in open(sys.argv[1]):
   [ "$unique" = "$expect" ] || { echo "$config found $unique states, --jobs 1 $expect" >&2; exit 1; }
   [ -z "$base_cpu" ] && base_cpu=$best_cpu
   awk -v c="$config" -v n="$unique" -v w="$best_wall" -v t="$best_cpu" -v b="$base_cpu" -v s="$sent" 'BEGIN{
-    gsub(/^--/, "", c); gsub(/ /, "=", c);
+    gsub(/^--/, "", c); gsub(/ --/, ",", c); gsub(/ /, "=", c);
     printf "bench cluster %s unique=%d wall_s=%.2f states_per_s=%.0f cpu_us_per_state=%.2f sent_bytes_per_state=%.1f cpu_over_jobs1=%.2f\n",
       c, n, w, n / w, 1e6 * t / n, s / n, t / b }'
 done

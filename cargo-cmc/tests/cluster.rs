@@ -113,7 +113,8 @@ fn counts(results: &[Value]) -> Vec<(String, String, u64, u64)> {
 }
 
 /// Checks `models` of the example in `dir` breadth-first in one process,
-/// then across 1, 2 and 4, and asserts the same verdicts and counts.
+/// then across 1, 2 and 4 processes of one worker, and 1 and 2 of two
+/// workers each (`--jobs 2`), and asserts the same verdicts and counts.
 fn same_counts(dir: &Path, models: &[&str], extra: &[&str]) {
     let mut args: Vec<&str> = Vec::new();
     for m in models {
@@ -124,13 +125,14 @@ fn same_counts(dir: &Path, models: &[&str], extra: &[&str]) {
     one.extend_from_slice(&args);
     let reference = counts(&results(dir, &one));
     assert_eq!(reference.len(), models.len(), "{reference:?}");
-    for p in ["1", "2", "4"] {
-        let mut across: Vec<&str> = vec!["--processes", p];
+    for (p, j) in [("1", "1"), ("2", "1"), ("4", "1"), ("1", "2"), ("2", "2")] {
+        let mut across: Vec<&str> = vec!["--processes", p, "--jobs", j];
         across.extend_from_slice(&args);
         let got = results(dir, &across);
-        assert_eq!(counts(&got), reference, "{p} processes");
+        assert_eq!(counts(&got), reference, "{p} processes of {j} workers");
         for r in &got {
             assert_eq!(r["processes"].as_u64(), Some(p.parse().unwrap()), "{r}");
+            assert_eq!(r["jobs"].as_u64(), Some(j.parse().unwrap()), "{r}");
             if p != "1" {
                 assert!(r["sent_states"].as_u64().unwrap() > 0, "{r}");
             }
@@ -286,6 +288,17 @@ fn seeded_bugs_are_found_across_processes_with_shortest_traces_that_replay() {
         "4",
         "consistency",
         5,
+    );
+    // Two processes of two workers each: the trace crosses workers and
+    // processes, and is still a shortest one.
+    found_and_replayed_with(
+        &example("aodv"),
+        "bug-invalid-route-reply",
+        "aodv_3_nodes",
+        "2",
+        "message_sanity",
+        6,
+        &["--jobs", "2"],
     );
 }
 
@@ -443,6 +456,47 @@ fn rank_of(pid: u32) -> Option<usize> {
 #[test]
 #[ignore = "Open MPI and a harness build with it (bash scripts/test.sh --full)"]
 fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
+    // Three processes of one worker: kill the search of one.
+    let (stderr, rank) = kill_mid_run(3, 1, |searches| searches[1]);
+    assert!(
+        stderr.contains(&format!(
+            "the search of process {rank} ended without a result (killed by SIGKILL"
+        )),
+        "the culprit is named:\n{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "Open MPI and a harness build with it (bash scripts/test.sh --full)"]
+fn a_worker_killed_mid_run_ends_the_run_cleanly_and_is_named() {
+    // Two processes of two workers each (`--jobs 2`): kill the second
+    // worker of one (the later forked of two siblings).
+    let (stderr, rank) = kill_mid_run(2, 2, |searches| {
+        let parent = parent_of(searches[0]);
+        searches
+            .iter()
+            .copied()
+            .filter(|&s| parent_of(s) == parent)
+            .max()
+            .unwrap()
+    });
+    assert!(
+        stderr.contains(&format!(
+            "the search of process {rank} (its worker 1) ended without a result (killed by \
+             SIGKILL"
+        )),
+        "the culprit is named:\n{stderr}"
+    );
+}
+
+/// Starts a check of the seeded two-phase commit with 8 RMs (every
+/// violation kept: it runs for a minute) across `processes` of `jobs`
+/// workers, kills the search `victim` picks among the searches (children
+/// of a harness) with SIGKILL after 3 s, and asserts that the run ends as
+/// cmc's own failure with what the search had done kept and no process
+/// left. Returns what `cargo cmc` printed on standard error and the rank
+/// of the killed search's process.
+fn kill_mid_run(processes: usize, jobs: usize, victim: fn(&[u32]) -> u32) -> (String, usize) {
     let dir = example("two-phase-commit");
     // The seeded bug, every violation kept (--keep-going): the search
     // finds some within a second and goes on for a minute.
@@ -465,26 +519,23 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", target_dir())
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level())
-        .args([
-            "cmc",
-            "check",
-            "--processes",
-            "3",
-            "--model",
-            "two_phase_commit_8",
-        ])
+        .args(["cmc", "check", "--processes"])
+        .arg(processes.to_string())
+        .arg("--jobs")
+        .arg(jobs.to_string())
+        .args(["--model", "two_phase_commit_8"])
         .args(seeded)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // The harness of each process (named by the model it checks) and its
-    // search, a child of the harness: kill one search.
+    // searches, children of the harness.
     let model = "two_phase_commit::two_phase_commit_8";
-    let (ours, searches) = searches_of(child.id(), model, 3);
+    let (ours, searches) = searches_of(child.id(), model, processes * jobs);
     // Long enough for violations and a progress report.
     std::thread::sleep(Duration::from_secs(3));
-    let victim = searches[1];
+    let victim = victim(&searches);
     let rank = rank_of(victim).expect("a process of the MPI job");
     // SAFETY: kill(2) on a process of this test's making.
     unsafe { libc::kill(victim as i32, libc::SIGKILL) };
@@ -496,12 +547,6 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         "cmc's own failure, not a verdict:\n{}{stderr}",
         text(&out.stdout)
     );
-    assert!(
-        stderr.contains(&format!(
-            "the search of process {rank} ended without a result (killed by SIGKILL"
-        )),
-        "the culprit is named:\n{stderr}"
-    );
     // What the search had done is kept: the violations found (their
     // traces run through the processes that ended) and the figures.
     assert!(
@@ -511,6 +556,7 @@ fn a_process_killed_mid_run_ends_the_run_cleanly_and_is_named() {
         "the violations found and the figures are reported:\n{stderr}"
     );
     none_left(&ours, model);
+    (stderr, rank)
 }
 
 /// The processes of the run `cargo cmc` (process `root`) started for

@@ -252,15 +252,20 @@ pub(super) fn check_workers(model: &Model<P>) -> Result<CheckResult, CheckError>
     let rank = crate::sys::process::job_rank().unwrap_or(0);
     let mut result = None;
     let mut failed: Option<(usize, isolate::How)> = None;
-    let lost = |how: &isolate::How| matches!(how, isolate::How::Exit(101));
+    // A worker that ended because another had (it could not go on, or
+    // did not stop in time) is not the culprit.
+    let lost = |how: &isolate::How| {
+        matches!(
+            how,
+            isolate::How::Exit(super::relay::LOST) | isolate::How::Abandoned
+        )
+    };
     for (worker, end) in ends.into_iter().enumerate() {
         match end {
             ChildEnd::Finished(text) => {
                 result.get_or_insert(text);
             }
             ChildEnd::Ended(ended) => {
-                // The culprit: a worker stopped from outside, rather than
-                // one that ended because it could not go on without it.
                 if failed
                     .as_ref()
                     .is_none_or(|(_, how)| lost(how) && !lost(&ended.how))
@@ -270,7 +275,7 @@ pub(super) fn check_workers(model: &Model<P>) -> Result<CheckResult, CheckError>
             }
         }
     }
-    if let Some((worker, how)) = failed {
+    if let Some((worker, how)) = failed.filter(|(_, how)| !lost(how) || result.is_none()) {
         return Err(CheckError::Cluster(format!(
             "the search of process {rank} (its worker {worker}) ended without a result ({}); \
              the whole run ends. A crash of the checked code is reported with its trace by a \
@@ -311,11 +316,7 @@ fn in_worker(
     let net = universe
         .as_ref()
         .map(|u| Rc::new(Mpi { world: u.world() }) as Rc<dyn Collective>);
-    let Some(relay) = Relay::new(shared.clone(), worker, net) else {
-        return Err(CheckError::Cluster(
-            "a worker of this process ended before the search started".to_string(),
-        ));
-    };
+    let relay = Relay::new(shared.clone(), worker, net);
     let par = Par { coord, worker };
     let result = search_and_merge(model, Rc::new(relay), Some(par), model.workers(), start);
     drop(universe);

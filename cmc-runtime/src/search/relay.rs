@@ -180,23 +180,25 @@ pub(crate) struct Relay {
     processes: usize,
 }
 
+/// The status a worker exits with when a collective cannot complete
+/// because another worker of its process ended: the consequence, not the
+/// culprit.
+pub(crate) const LOST: i32 = 86;
+
 /// A collective that cannot complete: a worker of this process ended.
+/// The worker leaves at once, without unwinding: the first worker's
+/// engine would wait, as it ends, for the processes that wait for this
+/// one.
 fn lost() -> ! {
-    panic!(
-        "a worker of this process ended during a search across processes: the search cannot \
-         go on"
-    )
+    crate::sys::process::exit_child(LOST)
 }
 
 impl Relay {
     /// Worker `worker`'s member; `net` is the engine's collective, given
     /// to the first worker (and only to it). Waits until the first worker
-    /// has it; `None` when a worker ended before.
-    pub(crate) fn new(
-        shared: Rc<Shared>,
-        worker: usize,
-        net: Option<Rc<dyn Collective>>,
-    ) -> Option<Relay> {
+    /// has it (a worker leaves, as in [`lost`], when another ended
+    /// before).
+    pub(crate) fn new(shared: Rc<Shared>, worker: usize, net: Option<Rc<dyn Collective>>) -> Relay {
         assert_eq!(
             net.is_some(),
             worker == 0,
@@ -211,7 +213,7 @@ impl Relay {
                 .store(net.size() as u64 + 1, Ordering::Relaxed);
         }
         if !shared.barrier() {
-            return None;
+            lost();
         }
         let rank = shared.word(RANK).load(Ordering::Relaxed) as usize;
         let processes = shared.word(SIZE).load(Ordering::Relaxed) as usize;
@@ -219,13 +221,13 @@ impl Relay {
             rank >= 1 && processes > rank - 1,
             "the first worker says where the process stands"
         );
-        Some(Relay {
+        Relay {
             shared,
             worker,
             net,
             rank: rank - 1,
             processes: processes - 1,
-        })
+        }
     }
 
     fn workers(&self) -> usize {
@@ -417,7 +419,7 @@ mod tests {
         let run = |worker: usize| -> String {
             let net: Option<Rc<dyn Collective>> =
                 (worker == 0).then(|| Rc::new(Local { rank: 0, size: 1 }) as Rc<dyn Collective>);
-            let relay = Relay::new(shared.clone(), worker, net).expect("both workers start");
+            let relay = Relay::new(shared.clone(), worker, net);
             assert_eq!((relay.rank(), relay.size()), (worker, 2));
             for round in 0..50u64 {
                 let out: Vec<Vec<u8>> = (0..2)
@@ -465,7 +467,7 @@ mod tests {
         let run = |worker: usize| -> String {
             let net: Option<Rc<dyn Collective>> =
                 (worker == 0).then(|| Rc::new(Local { rank: 0, size: 1 }) as Rc<dyn Collective>);
-            let relay = Relay::new(shared.clone(), worker, net).expect("both workers start");
+            let relay = Relay::new(shared.clone(), worker, net);
             relay.sum(&[1]);
             if worker == 1 {
                 crate::sys::process::exit_child(3);
