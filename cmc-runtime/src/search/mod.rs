@@ -56,12 +56,13 @@ pub(crate) fn check(model: &Model<P>) -> Result<CheckResult, CheckError> {
 /// becomes a violation with its trace; the violations found before it and
 /// the statistics so far are kept.
 pub(crate) fn check_isolated(model: &Model<P>) -> Result<CheckResult, CheckError> {
+    if model.workers() > 1 && !model.cluster {
+        return parallel::check(model);
+    }
+    // Across processes with workers of their own in each: forked, as with
+    // --jobs.
+    #[cfg(feature = "cluster")]
     if model.workers() > 1 {
-        if !model.cluster {
-            return parallel::check(model);
-        }
-        // Workers of their own in each process: forked, as with --jobs.
-        #[cfg(feature = "cluster")]
         return cluster_mpi::check_workers(model);
     }
     let start = Instant::now();
