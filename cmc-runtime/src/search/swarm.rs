@@ -66,6 +66,29 @@ impl Swarm {
         }
     }
 
+    /// This member's depth bound, of the swarm's `bound`: the first
+    /// member's is `bound`, the others' spread evenly down towards half
+    /// of it. A shallower bound spends a member's walks, and its guided
+    /// walks' table of explored states, on the shallower part of the
+    /// space, where a bug's shortest trace is more likely found; the
+    /// deepest bound still reaches everything the swarm's bound allows.
+    pub(super) fn depth_bound(&self, bound: usize) -> usize {
+        let (rank, size) = (self.rank(), self.size());
+        (bound - bound / 2 * rank / size).max(1)
+    }
+
+    /// The share of this member's transitions that go to plain walks, as
+    /// one in `n` (see `search::walk`): the first member's is `share`, and
+    /// the others take turns at twice and half as many, so that the swarm
+    /// runs a mix of guided and plain walks.
+    pub(super) fn plain_share(&self, share: u64) -> u64 {
+        match self.rank() % 3 {
+            0 => share,
+            1 => (share / 2).max(2),
+            _ => share * 2,
+        }
+    }
+
     /// This process's share of a bound of `walks` walks for the swarm.
     pub(super) fn share(&self, walks: u64) -> u64 {
         let (rank, size) = (self.rank() as u64, self.size() as u64);
@@ -143,6 +166,33 @@ mod tests {
         fn all_gather(&self, _: &[u8]) -> Vec<Vec<u8>> {
             unreachable!("a swarm only sums")
         }
+    }
+
+    #[test]
+    fn members_walk_to_depths_of_their_own_and_mix_plain_walks() {
+        let calls = Rc::new(RefCell::new(Vec::new()));
+        let member = |rank, size| {
+            Swarm::new(Rc::new(Table {
+                rank,
+                size,
+                calls: calls.clone(),
+            }))
+        };
+        // One member: the swarm's bound and share, unchanged.
+        assert_eq!(member(0, 1).depth_bound(60), 60);
+        assert_eq!(member(0, 1).plain_share(4), 4);
+        for size in 2..9 {
+            let bounds: Vec<usize> = (0..size).map(|r| member(r, size).depth_bound(60)).collect();
+            assert_eq!(bounds[0], 60, "the first member keeps the bound");
+            assert!(
+                bounds.windows(2).all(|w| w[0] > w[1]),
+                "{size} members, each bound its own: {bounds:?}"
+            );
+            assert!(bounds.iter().all(|&b| b > 30), "{bounds:?}");
+        }
+        assert_eq!(member(3, 4).depth_bound(1), 1, "a bound of 1 stays 1");
+        let shares: Vec<u64> = (0..3).map(|r| member(r, 3).plain_share(4)).collect();
+        assert_eq!(shares, vec![4, 2, 8]);
     }
 
     #[test]

@@ -255,13 +255,19 @@ impl Search<'_, '_, P> {
         self.engine.release(state);
     }
 
-    /// The depth at which walks end.
+    /// The depth at which walks end (in a swarm, this member's: see
+    /// `Swarm::depth_bound`).
     fn depth_bound(&self) -> usize {
-        self.engine
+        let bound = self
+            .engine
             .model()
             .bounds
             .max_depth
-            .unwrap_or(DEFAULT_WALK_DEPTH)
+            .unwrap_or(DEFAULT_WALK_DEPTH);
+        match &self.swarm {
+            Some(swarm) => swarm.depth_bound(bound),
+            None => bound,
+        }
     }
 
     /// Refreshes the estimate of distinct states when progress is due,
@@ -295,9 +301,13 @@ impl Search<'_, '_, P> {
                 break;
             }
             // A portfolio: one transition in PLAIN_SHARE goes to plain
-            // walks.
+            // walks (in a swarm, a share of each member's own).
+            let share = self
+                .swarm
+                .as_ref()
+                .map_or(PLAIN_SHARE, |s| s.plain_share(PLAIN_SHARE));
             let guided = self.stats.transitions - plain;
-            if plain * (PLAIN_SHARE - 1) < guided {
+            if plain * (share - 1) < guided {
                 let before = self.stats.transitions;
                 self.plain_walk(root, initial, rng, sketch);
                 plain += self.stats.transitions - before;
