@@ -7,7 +7,8 @@
 # wall time,
 # states per second, CPU time per state (the command's and all its
 # children's: mpirun, the harnesses, their search processes) and bytes
-# sent per state, and each one's CPU per state over --jobs 1's.
+# sent per state (as sent, LZ4-compressed, and before compression), and
+# each one's CPU per state over --jobs 1's.
 #
 #   bash scripts/cluster-bench.sh [MODEL] [DIR]    (RUNS=k: runs each, default 2)
 #
@@ -43,8 +44,8 @@ for config in "--jobs 1" "--jobs 2" "--processes 1" "--processes 2" "--processes
     unique=$(python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     v=json.loads(l)
-    if v.get("type")=="result": print(v["unique_states"], v.get("sent_bytes",0), v["verdict"])' "$tmp/out")
-    read -r unique sent verdict <<<"$unique"
+    if v.get("type")=="result": print(v["unique_states"], v.get("sent_bytes",0), v.get("sent_raw_bytes",0), v["verdict"])' "$tmp/out")
+    read -r unique sent raw verdict <<<"$unique"
     [ "$verdict" = pass ] || { echo "expected a complete search, got $verdict" >&2; exit 1; }
     if awk -v a="$cpu" -v b="$best_cpu" 'BEGIN{exit !(a < b)}'; then
       best_cpu=$cpu best_wall=$wall
@@ -53,8 +54,8 @@ for l in open(sys.argv[1]):
   [ -z "$expect" ] && expect=$unique
   [ "$unique" = "$expect" ] || { echo "$config found $unique states, --jobs 1 $expect" >&2; exit 1; }
   [ -z "$base_cpu" ] && base_cpu=$best_cpu
-  awk -v c="$config" -v n="$unique" -v w="$best_wall" -v t="$best_cpu" -v b="$base_cpu" -v s="$sent" 'BEGIN{
+  awk -v c="$config" -v n="$unique" -v w="$best_wall" -v t="$best_cpu" -v b="$base_cpu" -v s="$sent" -v r="$raw" 'BEGIN{
     gsub(/^--/, "", c); gsub(/ --/, ",", c); gsub(/ /, "=", c);
-    printf "bench cluster %s unique=%d wall_s=%.2f states_per_s=%.0f cpu_us_per_state=%.2f sent_bytes_per_state=%.1f cpu_over_jobs1=%.2f\n",
-      c, n, w, n / w, 1e6 * t / n, s / n, t / b }'
+    printf "bench cluster %s unique=%d wall_s=%.2f states_per_s=%.0f cpu_us_per_state=%.2f sent_bytes_per_state=%.1f uncompressed=%.1f cpu_over_jobs1=%.2f\n",
+      c, n, w, n / w, 1e6 * t / n, s / n, r / n, t / b }'
 done

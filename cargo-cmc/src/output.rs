@@ -276,6 +276,7 @@ impl Output {
                         "processes": result.stats.processes.max(1),
                         "sent_states": result.stats.sent_states,
                         "sent_bytes": result.stats.sent_bytes,
+                        "sent_raw_bytes": result.stats.sent_raw_bytes,
                         "replayed": result.stats.replayed,
                         "slept": result.stats.slept,
                         "reexpanded": result.stats.reexpanded,

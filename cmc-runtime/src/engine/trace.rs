@@ -604,9 +604,13 @@ pub struct Stats {
     /// step), summed over the processes.
     #[serde(default)]
     pub sent_states: u64,
-    /// The bytes of those states (see `sent_states`).
+    /// The bytes of those states (see `sent_states`), as they went:
+    /// compressed.
     #[serde(default)]
     pub sent_bytes: u64,
+    /// Their bytes before compression.
+    #[serde(default)]
+    pub sent_raw_bytes: u64,
     /// Whether the search covered every reachable state (no bound, no
     /// interruption, no violation that stopped it).
     #[serde(default)]

@@ -182,7 +182,7 @@ impl Search<'_, '_, P> {
             self.engine.release(p);
         }
         part.sent_states += 1;
-        part.sent_bytes += (out.bytes.len() - before) as u64;
+        part.raw_bytes += (out.bytes.len() - before) as u64;
     }
 
     /// One breadth-first search across processes, from the initial state
@@ -369,16 +369,48 @@ impl Search<'_, '_, P> {
     /// Sends every outbox to its process and takes in what the others
     /// sent: each state this process has not seen is checked and put on
     /// the frontier, as a successor of its own would be.
+    ///
+    /// What goes to another process is compressed (LZ4, see
+    /// [`compressed`]); what goes to a worker of this one is not.
     fn exchange(&mut self) {
         let part = self.cluster.as_mut().expect("a search across processes");
+        let (per, here) = (part.per, part.process());
+        let mut wire = 0;
         let out: Vec<Vec<u8>> = part
             .out
             .iter_mut()
-            .map(|o| std::mem::take(&mut o.bytes))
+            .enumerate()
+            .map(|(to, o)| {
+                let raw = std::mem::take(&mut o.bytes);
+                if to / per == here || raw.is_empty() {
+                    return raw;
+                }
+                let sent = compressed(&raw, part.compress);
+                wire += sent.len() as u64;
+                sent
+            })
             .collect();
+        part.sent_bytes += wire;
         let incoming = part.net.exchange(&out);
-        for (from, bytes) in incoming.iter().enumerate() {
-            self.import_from(from, bytes);
+        for (from, bytes) in incoming.into_iter().enumerate() {
+            let bytes = if from / per == here || bytes.is_empty() {
+                bytes
+            } else {
+                match decompressed(&bytes) {
+                    Some(raw) => raw,
+                    None => {
+                        self.fatal = Some(crate::engine::CheckError::Cluster(format!(
+                            "process {} sent states that do not decompress",
+                            from / per
+                        )));
+                        // Every member still takes part in what follows:
+                        // the round's sum ends the search.
+                        self.stopping = true;
+                        continue;
+                    }
+                }
+            };
+            self.import_from(from, &bytes);
         }
     }
 
@@ -590,6 +622,39 @@ impl Search<'_, '_, P> {
     }
 }
 
+/// The message `raw` as it goes to another process: a byte that says
+/// how, then LZ4 blocks (`compress`; 1) or the bytes themselves (0), which
+/// a message that does not shrink keeps.
+fn compressed(raw: &[u8], compress: bool) -> Vec<u8> {
+    if compress {
+        let mut out = vec![1];
+        out.extend_from_slice(&lz4_flex::compress_prepend_size(raw));
+        if out.len() < raw.len() + 1 {
+            return out;
+        }
+    }
+    let mut out = Vec::with_capacity(raw.len() + 1);
+    out.push(0);
+    out.extend_from_slice(raw);
+    out
+}
+
+/// The message [`compressed`] made; `None` when it is not one.
+fn decompressed(sent: &[u8]) -> Option<Vec<u8>> {
+    match sent.split_first()? {
+        (0, raw) => Some(raw.to_vec()),
+        (1, lz4) => {
+            // The size it says it has, which the decoder does not hold it
+            // to.
+            let size = u32::from_le_bytes(lz4.get(..4)?.try_into().ok()?) as usize;
+            lz4_flex::decompress_size_prepended(lz4)
+                .ok()
+                .filter(|raw| raw.len() == size)
+        }
+        _ => None,
+    }
+}
+
 /// How the workers of one process even out the next level (see
 /// `Search::even_out`), from the states each holds: moves of `n` states
 /// from one worker to another, `(from, to, n)`. A worker gives only when it
@@ -676,6 +741,28 @@ mod tests {
             counts[owner(Fingerprint(i * 7919), 4)] += 1;
         }
         assert!(counts.iter().all(|&c| c > 9_000), "{counts:?}");
+    }
+
+    #[test]
+    fn messages_round_trip_compressed_or_not() {
+        let mut state_like = Vec::new();
+        for i in 0..4000u32 {
+            state_like.extend_from_slice(&(i % 7).to_le_bytes());
+        }
+        let noise: Vec<u8> = (0..3000u64)
+            .map(|i| (crate::sys::hash::fmix64(i) >> 13) as u8)
+            .collect();
+        for raw in [&state_like[..], &noise[..], &[5][..]] {
+            for compress in [true, false] {
+                let sent = compressed(raw, compress);
+                assert_eq!(decompressed(&sent).as_deref(), Some(raw));
+                assert!(sent.len() <= raw.len() + 1, "never more than a byte larger");
+            }
+        }
+        assert!(compressed(&state_like, true).len() < state_like.len() / 10);
+        assert_eq!(decompressed(&[]), None);
+        assert_eq!(decompressed(&[7, 1, 2]), None);
+        assert_eq!(decompressed(&[1, 200, 0, 0, 0, 1]), None, "a corrupt block");
     }
 
     #[test]

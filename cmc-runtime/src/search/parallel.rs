@@ -440,6 +440,7 @@ pub(super) fn merge(model: &Model<P>, parts: Vec<CheckResult>) -> CheckResult {
         stats.walks += s.walks;
         stats.sent_states += s.sent_states;
         stats.sent_bytes += s.sent_bytes;
+        stats.sent_raw_bytes += s.sent_raw_bytes;
         stats.liveness_transitions += s.liveness_transitions;
         stats.fingerprint = stats.fingerprint.or(s.fingerprint);
         if let Some(w) = s.symmetry {

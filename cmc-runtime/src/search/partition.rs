@@ -218,9 +218,14 @@ pub(crate) struct Part {
     /// the next one it sends is written against it.
     pub(super) last_in: Vec<Option<StateId>>,
     pub(super) pending: Vec<Pending>,
-    /// States and bytes sent to other processes.
+    /// States sent to other processes, and bytes: as they went
+    /// (compressed), and before compression.
     pub(crate) sent_states: u64,
     pub(crate) sent_bytes: u64,
+    pub(crate) raw_bytes: u64,
+    /// Whether what goes to other processes is compressed
+    /// (`CMC_CLUSTER_COMPRESS=0` turns it off, to measure what it saves).
+    pub(super) compress: bool,
     /// States received, and of those, new.
     pub(crate) received: u64,
     /// The states the other processes had found at the last exchange.
@@ -306,6 +311,8 @@ impl Part {
             pending: Vec::new(),
             sent_states: 0,
             sent_bytes: 0,
+            raw_bytes: 0,
+            compress: std::env::var_os("CMC_CLUSTER_COMPRESS").is_none_or(|v| v != "0"),
             received: 0,
             others_unique: 0,
             checked_imports: 0,

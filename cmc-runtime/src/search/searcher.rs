@@ -938,6 +938,7 @@ pub(super) fn search(
     if let Some(c) = &search.cluster {
         stats.sent_states = c.sent_states;
         stats.sent_bytes = c.sent_bytes;
+        stats.sent_raw_bytes = c.raw_bytes;
     }
     let handlers = search.engine.handler_uses();
     stats.complete = complete;
