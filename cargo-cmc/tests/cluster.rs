@@ -404,6 +404,95 @@ fn a_seeded_raft_bug_is_found_across_processes_with_a_shortest_trace_that_replay
     );
 }
 
+/// `cargo cmc check args` in `dir` across two hosts made on this machine
+/// (`scripts/cluster-hosts.sh`: network namespaces, ssh, TCP).
+fn across_two_hosts(dir: &Path, args: &[&str]) -> Output {
+    let out = std::process::Command::new("bash")
+        .arg(workspace().join("scripts/cluster-hosts.sh"))
+        .arg(dir)
+        .args(args)
+        .env("CARGO_CMC", assert_cmd::cargo::cargo_bin("cargo-cmc"))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level())
+        .output()
+        .unwrap();
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "cargo cmc panicked:\n{}",
+        text(&out.stderr)
+    );
+    out
+}
+
+#[test]
+#[ignore = "Open MPI, root, network namespaces and an ssh server (bash scripts/test.sh --full)"]
+fn a_search_across_two_hosts_counts_the_same_and_its_traces_replay() {
+    // Four processes of two workers each, two on each host: the same
+    // counts as one process.
+    let dir = example("two-phase-commit");
+    let model = ["--model", "two_phase_commit_6"];
+    let reference = counts(&results(
+        &dir,
+        &[&["--strategy", "bfs", "--jobs", "1"][..], &model].concat(),
+    ));
+    // The harnesses built here first: the hosts reach no registry.
+    let seeded = ["--features", "bug-commit-without-all-prepared"];
+    for features in [&[][..], &seeded] {
+        let build = [
+            &["check", "--processes", "1", "--max-states", "1"][..],
+            &model,
+            features,
+        ]
+        .concat();
+        run(&dir, &build);
+    }
+    let out = across_two_hosts(
+        &dir,
+        &[
+            &[
+                "--processes",
+                "4",
+                "--jobs",
+                "2",
+                "--message-format",
+                "json",
+            ][..],
+            &model,
+        ]
+        .concat(),
+    );
+    let got: Vec<Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "result")
+        .collect();
+    assert_eq!(counts(&got), reference, "{}", text(&out.stderr));
+    assert!(got[0]["sent_states"].as_u64().unwrap() > 0, "{}", got[0]);
+    // A seeded bug: its shortest trace, rebuilt across the hosts, replays
+    // in a fresh process on this one.
+    let out = across_two_hosts(
+        &dir,
+        &[
+            &["--processes", "4"][..],
+            &seeded,
+            &["--model", "two_phase_commit_5"],
+        ]
+        .concat(),
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("(5 steps):"), "{stdout}");
+    let commands = replay_commands(&stdout);
+    assert_eq!(commands.len(), 1, "{stdout}");
+    let replay = paste(&dir, &commands[0]);
+    assert!(
+        text(&replay.stdout).contains("the violation reproduces"),
+        "{}{}",
+        text(&replay.stdout),
+        text(&replay.stderr)
+    );
+}
+
 /// The processes whose command line names `needle`: (pid, parent pid).
 /// The parent of process `pid` (0 when it is gone).
 fn parent_of(pid: u32) -> u32 {
