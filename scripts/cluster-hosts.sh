@@ -24,32 +24,23 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 if ! command -v sshd >/dev/null && [ ! -x /usr/sbin/sshd ]; then
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
 fi
-command -v ip >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+. "$(dirname "$0")/two-hosts.sh"
 
 tag=cmc$$
 h1=${tag}h1 h2=${tag}h2
 tmp=$(mktemp -d)
 cleanup() {
   [ -f "$tmp/sshd.pid" ] && kill "$(cat "$tmp/sshd.pid")" 2>/dev/null || true
-  ip netns del "$h1" 2>/dev/null || true
-  ip netns del "$h2" 2>/dev/null || true
+  two_hosts_down "$tag"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 # Two hosts and a cable.
-ip netns add "$h1"
-ip netns add "$h2"
-ip link add "${tag}a" type veth peer name "${tag}b"
-ip link set "${tag}a" netns "$h1"
-ip link set "${tag}b" netns "$h2"
-ip -n "$h1" addr add 10.77.0.1/24 dev "${tag}a"
-ip -n "$h2" addr add 10.77.0.2/24 dev "${tag}b"
-for h in "$h1" "$h2"; do ip -n "$h" link set lo up; done
-ip -n "$h1" link set "${tag}a" up
-ip -n "$h2" link set "${tag}b" up
+two_hosts_up "$tag"
 
 # The second host's ssh server, which lets in a key made for this run.
 ssh-keygen -q -t ed25519 -N "" -f "$tmp/id"
@@ -57,9 +48,9 @@ ssh-keygen -q -t ed25519 -N "" -f "$tmp/host_key"
 cp "$tmp/id.pub" "$tmp/authorized_keys"
 chmod 600 "$tmp/authorized_keys"
 mkdir -p /run/sshd
-ip netns exec "$h2" unshare --uts sh -c "hostname $h2; exec /usr/sbin/sshd -f /dev/null \
-  -o ListenAddress=10.77.0.2 -o HostKey=$tmp/host_key -o AuthorizedKeysFile=$tmp/authorized_keys \
-  -o PermitRootLogin=prohibit-password -o StrictModes=no -o UsePAM=no -o PidFile=$tmp/sshd.pid"
+on_host "$h2" "$h2" /usr/sbin/sshd -f /dev/null \
+  -o ListenAddress=10.77.0.2 -o HostKey="$tmp/host_key" -o AuthorizedKeysFile="$tmp/authorized_keys" \
+  -o PermitRootLogin=prohibit-password -o StrictModes=no -o UsePAM=no -o PidFile="$tmp/sshd.pid"
 cat >"$tmp/ssh" <<EOF
 #!/bin/sh
 exec ssh -i $tmp/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "\$@"

@@ -407,8 +407,14 @@ fn a_seeded_raft_bug_is_found_across_processes_with_a_shortest_trace_that_replay
 /// `cargo cmc check args` in `dir` across two hosts made on this machine
 /// (`scripts/cluster-hosts.sh`: network namespaces, ssh, TCP).
 fn across_two_hosts(dir: &Path, args: &[&str]) -> Output {
+    across("cluster-hosts.sh", dir, args)
+}
+
+/// `cargo cmc check args` in `dir` by `script` (one of the scripts that
+/// make hosts on this machine).
+fn across(script: &str, dir: &Path, args: &[&str]) -> Output {
     let out = std::process::Command::new("bash")
-        .arg(workspace().join("scripts/cluster-hosts.sh"))
+        .arg(workspace().join("scripts").join(script))
         .arg(dir)
         .args(args)
         .env("CARGO_CMC", assert_cmd::cargo::cargo_bin("cargo-cmc"))
@@ -491,6 +497,53 @@ fn a_search_across_two_hosts_counts_the_same_and_its_traces_replay() {
         text(&replay.stdout),
         text(&replay.stderr)
     );
+}
+
+#[test]
+#[ignore = "Open MPI, root, network namespaces, Slurm and MUNGE (bash scripts/test.sh --full)"]
+fn a_search_in_a_slurm_allocation_of_two_nodes_counts_the_same() {
+    // Four processes of two workers each, started by mpirun through
+    // Slurm's launcher on two nodes (scripts/cluster-slurm.sh): the same
+    // counts as one process.
+    let dir = example("two-phase-commit");
+    let model = ["--model", "two_phase_commit_6"];
+    let reference = counts(&results(
+        &dir,
+        &[&["--strategy", "bfs", "--jobs", "1"][..], &model].concat(),
+    ));
+    // The harness built here first: the nodes reach no registry.
+    run(
+        &dir,
+        &[
+            &["check", "--processes", "1", "--max-states", "1"][..],
+            &model,
+        ]
+        .concat(),
+    );
+    let out = across(
+        "cluster-slurm.sh",
+        &dir,
+        &[
+            &[
+                "--processes",
+                "4",
+                "--jobs",
+                "2",
+                "--message-format",
+                "json",
+            ][..],
+            &model,
+        ]
+        .concat(),
+    );
+    let got: Vec<Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "result")
+        .collect();
+    assert_eq!(counts(&got), reference, "{}", text(&out.stderr));
+    assert_eq!(got[0]["processes"].as_u64(), Some(4), "{}", got[0]);
+    assert!(got[0]["sent_states"].as_u64().unwrap() > 0, "{}", got[0]);
 }
 
 /// The processes whose command line names `needle`: (pid, parent pid).
