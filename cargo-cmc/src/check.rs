@@ -383,6 +383,43 @@ fn short_hash(trace: &cmc::Trace) -> String {
     format!("{:08x}", h.finish() as u32)
 }
 
+/// Saves the violations a search across processes that failed had found
+/// with whole paths (see `harness::ClusterFailure`), as `save` saves a
+/// result's; returns a line for each, with the command that replays it.
+fn save_found(
+    project: &Project,
+    options: &RunOptions,
+    model: &str,
+    found: &[cmc::Violation],
+) -> Result<Vec<String>> {
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let partial = CheckResult {
+        model: model.to_string(),
+        verdict: cmc::Verdict::Violation,
+        violations: found.to_vec(),
+        reached: Vec::new(),
+        stats: Default::default(),
+        sources: Vec::new(),
+        stopped: None,
+        handlers: Vec::new(),
+    };
+    let saved = save(project, options, &partial)?;
+    Ok(found
+        .iter()
+        .zip(&saved)
+        .map(|(v, s)| {
+            format!(
+                "the trace of {} ({} steps) is saved: replay it with: {}",
+                v.record.property,
+                v.trace.len(),
+                replay_command(project, &s.trace_file)
+            )
+        })
+        .collect())
+}
+
 /// Saves each violation of `result` as a trace (with how it was built, for
 /// replay) and an HTML report, one file of each per violation.
 fn save(project: &Project, options: &RunOptions, result: &CheckResult) -> Result<Vec<Saved>> {
@@ -564,7 +601,16 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode> {
         }) {
             Ok(result) => result,
             Err(e) => {
-                out.error(model, &format!("{e:#}"));
+                let mut message = format!("{e:#}");
+                if let Some(f) = e.downcast_ref::<crate::harness::ClusterFailure>() {
+                    // The violations whose paths were whole: their traces
+                    // saved, to replay.
+                    for line in save_found(&project, &options, model, &f.found)? {
+                        message.push('\n');
+                        message.push_str(&line);
+                    }
+                }
+                out.error(model, &message);
                 failed = true;
                 continue;
             }

@@ -670,22 +670,24 @@ impl Harness {
         take(&mut pending, true);
         LAUNCHER.store(0, Ordering::Relaxed);
         let _ = std::fs::remove_file(&file);
-        let before = before_failure(&found, progress.as_ref());
+        let (before, traced) = before_failure(&found, progress.as_ref());
         let _ = std::fs::remove_dir_all(&found);
         if let Some(e) = callback_error {
             return Err(e);
         }
-        if let Some(message) = failure {
-            bail!("{message}{before}");
-        }
-        if !status.success() {
-            bail!(
+        let message = match failure {
+            Some(message) => message,
+            None if !status.success() => format!(
                 "the search across {n} processes of package `{}` failed ({status}); the \
-                 launcher says why above{before}",
+                 launcher says why above",
                 self.package
-            );
-        }
-        Ok(())
+            ),
+            None => return Ok(()),
+        };
+        Err(anyhow::Error::new(ClusterFailure {
+            message: format!("{message}{before}"),
+            found: traced,
+        }))
     }
 
     /// The models the harness registers.
@@ -747,11 +749,29 @@ fn check_mpi() -> Result<()> {
     Ok(())
 }
 
+/// A search across processes that failed: why, with what it had done
+/// (see [`before_failure`]), and the violations found whose paths were
+/// whole, with traces of their steps, for `check` to save.
+#[derive(Debug)]
+pub(crate) struct ClusterFailure {
+    pub(crate) message: String,
+    pub(crate) found: Vec<cmc::Violation>,
+}
+
+impl std::fmt::Display for ClusterFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ClusterFailure {}
+
 /// What a search across processes that failed had done: the violations
-/// its processes noted in `found` (see the runtime's `CMC_CLUSTER_FOUND`),
-/// whose traces were not built, and the figures of process 0's last
-/// progress report. Empty when there is neither.
-fn before_failure(found: &Path, progress: Option<&Value>) -> String {
+/// its processes noted in `found` (see the runtime's `CMC_CLUSTER_FOUND`)
+/// and the figures of process 0's last progress report, as text (empty
+/// when there is neither); and those violations whose path was whole
+/// when noted, each once, with a trace of its steps.
+fn before_failure(found: &Path, progress: Option<&Value>) -> (String, Vec<cmc::Violation>) {
     let mut out = String::new();
     if let Some(p) = progress {
         out.push_str(&format!(
@@ -770,7 +790,9 @@ fn before_failure(found: &Path, progress: Option<&Value>) -> String {
         .map(|e| e.path())
         .collect();
     files.sort();
-    let mut seen = std::collections::BTreeSet::new();
+    // Each violation once (by what it says), by the process that found
+    // it, with its trace if one was noted.
+    let mut all: Vec<(String, Value, Option<cmc::Trace>)> = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         for line in text.lines() {
@@ -782,22 +804,47 @@ fn before_failure(found: &Path, progress: Option<&Value>) -> String {
                 v["violation"]["property"].as_str().unwrap_or("?"),
                 v["violation"]["message"].as_str().unwrap_or("?")
             );
-            if seen.insert(what.clone()) && seen.len() <= FOUND_SHOWN {
-                out.push_str(&format!(
-                    "\nprocess {} had found a violation (its trace, which runs through other \
-                     processes, was not built): {what}",
-                    v["process"]
-                ));
+            let trace = serde_json::from_value::<cmc::Trace>(v["trace"].clone()).ok();
+            match all.iter_mut().find(|(w, _, _)| *w == what) {
+                Some((_, _, t)) => {
+                    if t.is_none() {
+                        *t = trace;
+                    }
+                }
+                None => all.push((what, v, trace)),
             }
         }
     }
-    if seen.len() > FOUND_SHOWN {
+    let mut traced = Vec::new();
+    for (i, (what, v, trace)) in all.iter().enumerate() {
+        if i < FOUND_SHOWN {
+            out.push_str(&format!(
+                "\nprocess {} had found a violation ({}): {what}",
+                v["process"],
+                if trace.is_some() {
+                    "its trace is saved, with the steps only: replay it to see the states"
+                } else {
+                    "its trace, which runs through other processes, was not built"
+                }
+            ));
+        }
+        if let (Some(trace), Ok(record)) = (
+            trace,
+            serde_json::from_value::<cmc::ViolationRecord>(v["violation"].clone()),
+        ) {
+            traced.push(cmc::Violation {
+                record,
+                trace: trace.clone(),
+            });
+        }
+    }
+    if all.len() > FOUND_SHOWN {
         out.push_str(&format!(
             "\nand {} other violations found",
-            seen.len() - FOUND_SHOWN
+            all.len() - FOUND_SHOWN
         ));
     }
-    out
+    (out, traced)
 }
 
 /// The most violations of a failed run [`before_failure`] shows.

@@ -689,13 +689,28 @@ fn kill_mid_run(processes: usize, jobs: usize, victim: fn(&[u32]) -> u32) -> (St
         "cmc's own failure, not a verdict:\n{}{stderr}",
         text(&out.stdout)
     );
-    // What the search had done is kept: the violations found (their
-    // traces run through the processes that ended) and the figures.
+    // What the search had done is kept: the violations found and the
+    // figures, and the traces of those whose paths had been completed
+    // across the processes (all of them: found in the first second, the
+    // search went on for two more), which replay in a fresh process.
     assert!(
         stderr.contains("had found a violation")
             && stderr.contains("consistency: ")
             && stderr.contains("before it failed, the search had reached"),
         "the violations found and the figures are reported:\n{stderr}"
+    );
+    let commands: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("the trace of consistency ("))
+        .filter_map(|l| l.split_once("replay it with: ").map(|(_, c)| c))
+        .collect();
+    assert!(!commands.is_empty(), "a trace is saved:\n{stderr}");
+    let replay = paste(&dir, commands[0]);
+    assert!(
+        text(&replay.stdout).contains("the violation reproduces"),
+        "{}{}",
+        text(&replay.stdout),
+        text(&replay.stderr)
     );
     none_left(&ours, model);
     (stderr, rank)

@@ -35,7 +35,7 @@
 use crate::engine::erased::Erased as P;
 use crate::engine::isolate;
 use crate::engine::trace::{Reached, Violation, ViolationRecord};
-use crate::engine::{Event, RawStep, ENV, LINK};
+use crate::engine::{bare_trace, Event, Names, RawStep, ENV, LINK};
 use crate::memory::{Fingerprint, StateId};
 use crate::sys::scope::system_scope;
 
@@ -214,6 +214,7 @@ impl Search<'_, '_, P> {
                 let part = self.cluster.as_mut().expect("a search across processes");
                 part.busy_us += busy.elapsed().as_micros() as u64;
                 self.exchange();
+                let open = self.open_paths();
                 let part = self.cluster.as_mut().expect("a search across processes");
                 let totals = part.net.sum(&[
                     u64::from(more),
@@ -222,6 +223,7 @@ impl Search<'_, '_, P> {
                     part.sent_bytes,
                     self.stats.transitions,
                     self.frontier.len() as u64,
+                    open,
                 ]);
                 part.others_unique = totals[2] - self.stats.unique;
                 part.all_sent_bytes = totals[3];
@@ -230,6 +232,13 @@ impl Search<'_, '_, P> {
                 part.rounds += 1;
                 if part.rounds % SLOWEST_EVERY == 0 {
                     part.compare_busy();
+                }
+                if totals[6] > 0 && totals[1] == 0 {
+                    // Paths of violations found are completed while the
+                    // search goes on (a process that dies later leaves
+                    // them whole: `Search::note_whole`).
+                    self.resolve_round();
+                    self.note_whole();
                 }
                 if totals[1] > 0 {
                     if !stop {
@@ -519,9 +528,11 @@ impl Search<'_, '_, P> {
     /// whole.
     pub(super) fn defer(&mut self, steps: Vec<RawStep>, record: ViolationRecord, witness: bool) {
         let (link, steps) = split_link(steps);
-        if !witness {
+        if !witness && link.is_some() {
+            // Noted at once without its trace; with it, once its path is
+            // whole (`Search::note_whole`).
             let rank = self.cluster.as_ref().map_or(0, |c| c.process());
-            note_found(rank, &record);
+            note_found(rank, &record, None);
         }
         self.cluster
             .as_mut()
@@ -532,7 +543,73 @@ impl Search<'_, '_, P> {
                 steps,
                 record,
                 witness,
+                noted: false,
             });
+        self.note_whole();
+    }
+
+    /// Notes each violation whose path is whole, with a trace of its steps
+    /// (not described: states are not built here), so that a run that
+    /// fails before the traces are built (a process dies) still gives it.
+    fn note_whole(&mut self) {
+        let model = self.engine.model();
+        let part = self.cluster.as_mut().expect("a search across processes");
+        let rank = part.process();
+        let mut names = None;
+        for p in &mut part.pending {
+            if p.witness || p.noted || p.link.is_some() {
+                continue;
+            }
+            let names = names.get_or_insert_with(|| Names::of(model, model.fingerprint));
+            let trace = bare_trace(names, &p.steps, p.record.clone());
+            note_found(rank, &p.record, Some(&trace));
+            p.noted = true;
+        }
+    }
+
+    /// One round of completing the paths of the violations and witnesses
+    /// found (a collective: every process calls it when any has a path
+    /// that is not whole): each asks the process its path continues in for
+    /// the path to the node it names, and answers what it was asked.
+    fn resolve_round(&mut self) {
+        let part = self.cluster.as_ref().expect("a search across processes");
+        let mut asks = vec![Vec::new(); part.size];
+        for (i, p) in part.pending.iter().enumerate() {
+            if let Some((rank, node)) = p.link {
+                put(&mut asks[rank as usize], i as u64);
+                put(&mut asks[rank as usize], u64::from(node));
+            }
+        }
+        let asked = part.net.exchange(&asks);
+        let mut answers = vec![Vec::new(); part.size];
+        for (from, bytes) in asked.iter().enumerate() {
+            let mut at = 0;
+            while at < bytes.len() {
+                let i = get(bytes, &mut at);
+                let node = get(bytes, &mut at) as u32;
+                put(&mut answers[from], i);
+                put_steps(&mut answers[from], &self.engine.path(node));
+            }
+        }
+        let part = self.cluster.as_mut().expect("a search across processes");
+        let answered = part.net.exchange(&answers);
+        for bytes in &answered {
+            let mut at = 0;
+            while at < bytes.len() {
+                let i = get(bytes, &mut at) as usize;
+                let (link, mut steps) = split_link(get_steps(bytes, &mut at));
+                let p = &mut part.pending[i];
+                steps.append(&mut p.steps);
+                p.steps = steps;
+                p.link = link;
+            }
+        }
+    }
+
+    /// The violations and witnesses found whose paths are not whole yet.
+    fn open_paths(&self) -> u64 {
+        let part = self.cluster.as_ref().expect("a search across processes");
+        part.pending.iter().filter(|p| p.link.is_some()).count() as u64
     }
 
     /// After the search, in every process: the paths of the violations and
@@ -543,41 +620,10 @@ impl Search<'_, '_, P> {
     pub(super) fn resolve_traces(&mut self) {
         loop {
             let part = self.cluster.as_ref().expect("a search across processes");
-            let open = part.pending.iter().filter(|p| p.link.is_some()).count() as u64;
-            if part.net.sum(&[open])[0] == 0 {
+            if part.net.sum(&[self.open_paths()])[0] == 0 {
                 break;
             }
-            let mut asks = vec![Vec::new(); part.size];
-            for (i, p) in part.pending.iter().enumerate() {
-                if let Some((rank, node)) = p.link {
-                    put(&mut asks[rank as usize], i as u64);
-                    put(&mut asks[rank as usize], u64::from(node));
-                }
-            }
-            let asked = part.net.exchange(&asks);
-            let mut answers = vec![Vec::new(); part.size];
-            for (from, bytes) in asked.iter().enumerate() {
-                let mut at = 0;
-                while at < bytes.len() {
-                    let i = get(bytes, &mut at);
-                    let node = get(bytes, &mut at) as u32;
-                    put(&mut answers[from], i);
-                    put_steps(&mut answers[from], &self.engine.path(node));
-                }
-            }
-            let part = self.cluster.as_mut().expect("a search across processes");
-            let answered = part.net.exchange(&answers);
-            for bytes in &answered {
-                let mut at = 0;
-                while at < bytes.len() {
-                    let i = get(bytes, &mut at) as usize;
-                    let (link, mut steps) = split_link(get_steps(bytes, &mut at));
-                    let p = &mut part.pending[i];
-                    steps.append(&mut p.steps);
-                    p.steps = steps;
-                    p.link = link;
-                }
-            }
+            self.resolve_round();
         }
         let pending = std::mem::take(
             &mut self
@@ -697,15 +743,16 @@ fn moves(counts: &[u64]) -> Vec<(usize, usize, u64)> {
 /// if the run fails before its trace is built (`CMC_CLUSTER_FOUND`, a
 /// directory; one file per process, a JSON line per violation): a process
 /// that dies takes its search's violations with it, and their traces
-/// need the other processes.
-fn note_found(rank: usize, record: &ViolationRecord) {
+/// need the other processes. A violation is noted when it is found, and
+/// again with `trace` (its steps, not described) once its path is whole.
+fn note_found(rank: usize, record: &ViolationRecord, trace: Option<&crate::engine::trace::Trace>) {
     use std::io::Write;
     let Some(dir) = std::env::var_os("CMC_CLUSTER_FOUND") else {
         return;
     };
     let _sys = system_scope();
     let path = std::path::Path::new(&dir).join(format!("found-{rank}.jsonl"));
-    let line = serde_json::json!({ "process": rank, "violation": record });
+    let line = serde_json::json!({ "process": rank, "violation": record, "trace": trace });
     // A record that cannot be written is only a loss if the run fails.
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)

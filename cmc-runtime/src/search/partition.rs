@@ -200,6 +200,8 @@ pub(super) struct Pending {
     pub(super) record: ViolationRecord,
     /// A witness of a `sometimes` property, not a violation.
     pub(super) witness: bool,
+    /// Its whole path was noted for `cargo cmc` (see `note_found`).
+    pub(super) noted: bool,
 }
 
 /// A search's side of a search across processes. With several workers
