@@ -295,6 +295,7 @@ fn the_json_result_object_has_every_promised_field() {
             "processes",
             "sent_states",
             "sent_bytes",
+            "sent_raw_bytes",
             "replayed",
             "slept",
             "reexpanded",
