@@ -17,7 +17,8 @@
 #
 # What --full adds: Open MPI (scripts/install-mpi.sh), the long tests of
 # the workspace (each `#[ignore]`d with its reason, run here with
-# `--ignored`; the searches across processes among them), the other seeded
+# `--ignored`; the searches across processes among them, two of which
+# install an ssh server and Slurm and need root), the other seeded
 # bugs of the AODV
 # example, the roles test with the tutorial's seeded bug, and the raft
 # example (its own workspace: the raft crate's and the runtime's builds,
